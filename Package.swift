@@ -1,0 +1,53 @@
+// swift-tools-version:5.9
+// swift-convolver: a zero-latency partitioned convolver as a PipeWire filter node.
+// Layout and dependency direction: see ../shared/DESIGN.md ("The shape").
+import PackageDescription
+
+// Why these flags:
+// - exclusivity checking off: the first `swift_beginAccess` on a thread of a dlopened module mallocs
+//   (TLS), which would break the real-time contract on PipeWire's data thread (FACTS.md).
+let realtimeSwiftSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
+
+let package = Package(
+    name: "swift-convolver",
+    products: [
+        .executable(name: "pw-convolver", targets: ["pw-convolver"]),
+        // Loaded by PipeWire as `libpipewire-module-swift-convolver` (the loader adds `.so`).
+        .library(name: "pipewire-module-swift-convolver", type: .dynamic, targets: ["SwiftConvolverModule"]),
+    ],
+    targets: [
+        // System libraries: module maps only.
+        .systemLibrary(name: "CPipeWire", pkgConfig: "libpipewire-0.3",
+                       providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
+        .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
+        .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
+        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        // Thin C: only what Swift cannot import (PipeWire macros and varargs).
+        .target(name: "CConvolverShims", dependencies: ["CPipeWire"]),
+
+        // Pure DSP: the partitioned engine, its planner, FFT, kernels, impulse responses.
+        .target(name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr"],
+                swiftSettings: realtimeSwiftSettings),
+        // Real-time helper threads, semaphores, intervals and deadlines. Knows nothing of DSP.
+        .target(name: "Workgroup", swiftSettings: realtimeSwiftSettings),
+        // The PipeWire filter node: ports, process(), params, statistics, module entry.
+        .target(name: "ConvolverNode",
+                dependencies: ["Convolution", "Workgroup", "CPipeWire", "CConvolverShims"],
+                swiftSettings: realtimeSwiftSettings),
+
+        // Wiring only.
+        .executableTarget(name: "pw-convolver", dependencies: ["ConvolverNode"],
+                          swiftSettings: realtimeSwiftSettings),
+        .target(name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
+                swiftSettings: realtimeSwiftSettings,
+                // nodelete: PipeWire dlcloses modules on unload; a half-unloaded Swift runtime
+                // crashes later (FACTS.md).
+                linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
+
+        // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.
+        .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
+        .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "AllocationCounter"]),
+        .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
+        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter"]),
+    ]
+)

@@ -1,0 +1,3 @@
+import Convolution
+import Workgroup
+public enum ConvolverNodePlaceholder {}

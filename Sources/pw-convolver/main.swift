@@ -1,0 +1,2 @@
+import ConvolverNode
+print("pw-convolver")
