@@ -1,2 +1,57 @@
-import ConvolverNode
-print("pw-convolver")
+// pw-convolver: run the swift-convolver node standalone, render offline, benchmark, watch the graph.
+// Wiring only: each command lives in its own file.
+import Foundation
+
+/// One `pw-convolver <name>` command.
+protocol Command {
+    static var name: String { get }
+    static var summary: String { get }
+    static var usage: String { get }
+    static func run(_ arguments: [String]) throws
+}
+
+/// A command-line mistake: printed with the command's usage, exit status 2.
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `run` is the default command: `pw-convolver --ir hall.wav` runs the node.
+let commands: [any Command.Type] = [RunCommand.self, RenderCommand.self, BenchCommand.self, TopCommand.self]
+
+func printHelp() {
+    print("""
+    pw-convolver: zero-latency convolution for PipeWire (swift-convolver)
+
+    Usage: pw-convolver [run] [--ir FILE|builtin:NAME] [options]   run the node (default command)
+           pw-convolver <command> [options]
+
+    Commands:
+    """)
+    for command in commands { print("  \(command.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(command.summary)") }
+    print("\n`pw-convolver <command> --help` documents each command's options.")
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "--help" || arguments.first == "-h" || arguments.first == "help" {
+    printHelp()
+    exit(0)
+}
+var command: any Command.Type = RunCommand.self
+if let first = arguments.first, let named = commands.first(where: { $0.name == first }) {
+    command = named
+    arguments.removeFirst()
+}
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(command.usage)
+    exit(0)
+}
+do {
+    try command.run(arguments)
+} catch let error as UsageError {
+    FileHandle.standardError.write(Data("pw-convolver \(command.name): \(error)\n\n\(command.usage)\n".utf8))
+    exit(2)
+} catch {
+    FileHandle.standardError.write(Data("pw-convolver \(command.name): \(error)\n".utf8))
+    exit(1)
+}
