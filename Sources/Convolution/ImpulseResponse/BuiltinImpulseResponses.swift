@@ -28,9 +28,10 @@ enum BuiltinImpulseResponse: String, CaseIterable {
         static let tailBuildUpSeconds = 0.060
         /// The last part fades out (raised cosine), ending at -72 dB anyway.
         static let fadeOutSeconds = 0.1
-        /// Damping: a one-pole lowpass over the tail whose cutoff falls exponentially from the
-        /// first to the second value, so high frequencies die away sooner, as in a real hall.
-        static let dampingCutoffHz = (start: 12_000.0, end: 2_500.0)
+        /// Damping: a one-pole lowpass over the tail whose cutoff starts at `start`, halves every
+        /// `halvingSeconds` and stops falling at `floor`, so high frequencies die away sooner, as
+        /// in a real hall (air and wall absorption).
+        static let dampingCutoff = (startHz: 12_000.0, halvingSeconds: 0.5, floorHz: 1_500.0)
         /// One independent noise stream per channel (decorrelated left and right).
         static let seeds: [UInt64] = [0x5EED_1EF7, 0x5EED_2167]
     }
@@ -40,8 +41,8 @@ enum BuiltinImpulseResponse: String, CaseIterable {
     /// Per channel: silence for the pre-delay; `earlyReflectionCount` single-sample reflections at
     /// random times up to 80 ms, decreasing in level, random polarity; a noise tail whose
     /// amplitude decays as exp(-3·ln(10)·t / RT60) (60 dB in 2.5 s) from the pre-delay on,
-    /// built up over 60 ms, lowpass-damped (the lowpass is power-compensated so the broadband
-    /// decay keeps its RT60). Both channels are then scaled by one factor so that the louder one
+    /// built up over 60 ms, lowpass-damped (12 kHz falling to 1.5 kHz; the lowpass is
+    /// power-compensated so the broadband decay keeps its RT60 and only the treble decays faster). Both channels are then scaled by one factor so that the louder one
     /// has total energy 1 (white noise keeps its power; peaks stay well below 1).
     static func makeHall(sampleRate: Double) -> [[Float]] {
         let frameCount = Int((Hall.lengthSeconds * sampleRate).rounded())
@@ -60,9 +61,8 @@ enum BuiltinImpulseResponse: String, CaseIterable {
             var lowpassState = 0.0
             for frame in preDelayFrame..<frameCount {
                 let seconds = Double(frame - preDelayFrame) / sampleRate
-                let progress = Double(frame - preDelayFrame) / Double(frameCount - preDelayFrame)
-                let cutoff = min(maxCutoff, Hall.dampingCutoffHz.start
-                                 * pow(Hall.dampingCutoffHz.end / Hall.dampingCutoffHz.start, progress))
+                let damped = Hall.dampingCutoff.startHz * exp2(-seconds / Hall.dampingCutoff.halvingSeconds)
+                let cutoff = min(maxCutoff, max(Hall.dampingCutoff.floorHz, damped))
                 let pole = exp(-2 * Double.pi * cutoff / sampleRate)
                 // White noise through y = (1-p)x + p·y has power (1-p)/(1+p): undo that.
                 let powerCompensation = ((1 + pole) / (1 - pole)).squareRoot()

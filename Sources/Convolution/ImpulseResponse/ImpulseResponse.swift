@@ -112,10 +112,11 @@ public struct ImpulseResponse: Sendable, Equatable {
         }
         let offsetFrames = options.offset.frames(atSampleRate: sourceRate)
         guard offsetFrames < frameCount else {
-            throw .empty(source: spec, detail: "offset \(options.offset) (\(offsetFrames) frames) is at or past its end (\(frameCount) frames)")
+            let offset = options.offset == .samples(offsetFrames) ? "\(offsetFrames) frames" : "\(options.offset) (\(offsetFrames) frames)"
+            throw .empty(source: spec, detail: "offset \(offset) is at or past its end (\(frameCount) frames)")
         }
         let lengthFrames = options.length.frames(atSampleRate: sourceRate)
-        let endFrame = lengthFrames == 0 ? frameCount : min(frameCount, offsetFrames + lengthFrames)
+        let endFrame = options.length.isZero ? frameCount : min(frameCount, offsetFrames + lengthFrames)
         guard endFrame > offsetFrames else {
             throw .empty(source: spec, detail: "length \(options.length) is less than one frame at \(sourceRate) Hz")
         }

@@ -38,6 +38,14 @@ public enum TimeAmount: Sendable, Equatable {
         }
     }
 
+    /// Exactly zero (a `length` of zero means "to the end"; a tiny nonzero one does not).
+    var isZero: Bool {
+        switch self {
+        case .samples(let samples): return samples == 0
+        case .seconds(let seconds): return seconds == 0
+        }
+    }
+
     var isNegative: Bool {
         switch self {
         case .samples(let samples): return samples < 0
@@ -62,7 +70,7 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
     public var channel: Int?
     /// Skipped from the start of the file, in source samples or seconds. (filter-chain: `offset`)
     public var offset: TimeAmount
-    /// How much to use after `offset`, in source samples or seconds; 0 = to the end. (`length`)
+    /// How much to use after `offset`, in source samples or seconds; exactly 0 = to the end. (`length`)
     public var length: TimeAmount
     /// Silence put before the IR, at the target rate. (filter-chain: `delay`)
     public var delay: TimeAmount
