@@ -146,9 +146,14 @@ final class ImpulseResponseErrorTests: XCTestCase {
         let error = loadError(long, options: .init(maxSeconds: 1.5))
         XCTAssertEqual(error, .tooLong(source: long, seconds: 2, limitSeconds: 1.5, bytes: 768_000))
         assertMessage(error, contains: [long, "too long", "2 s", "limit is 1.5 s", "0.73 MiB"])
-        // The limit is at the target rate: resampled to 96 kHz the same file has twice the samples.
-        XCTAssertEqual(loadError(long, sampleRate: 96_000, options: .init(channel: 0, maxSeconds: 1.5)),
-                       .tooLong(source: long, seconds: 2, limitSeconds: 1.5, bytes: 768_000))
+        // The limit is at the target rate: resampled to 96 kHz the same file has twice the samples
+        // (and, as it starts at frame 0, the resampling filter's ringing in front).
+        let resampledError = loadError(long, sampleRate: 96_000, options: .init(channel: 0, maxSeconds: 1.5))
+        guard case .tooLong(long, let seconds, 1.5, let bytes)? = resampledError else {
+            return XCTFail("\(String(describing: resampledError))")
+        }
+        XCTAssertEqual(seconds, 2, accuracy: 0.01)
+        XCTAssertEqual(Double(bytes), 2 * 96_000 * 4, accuracy: 0.01 * 96_000 * 4)
         // Within the limit after `length`, or after trimming trailing silence: fine.
         XCTAssertEqual(try ImpulseResponse.load(long, sampleRate: 48_000, options: .init(length: .seconds(1), maxSeconds: 1.5)).frameCount, 48_000)
         let padded = try writeWav("padded.wav", [irTestNoise(count: 48_000, seed: 1) + [Float](repeating: 0, count: 48_000)])
@@ -156,6 +161,13 @@ final class ImpulseResponseErrorTests: XCTestCase {
         // The delay counts.
         XCTAssertEqual(loadError(padded, options: .init(delay: .seconds(1), maxSeconds: 1.5)),
                        .tooLong(source: padded, seconds: 2, limitSeconds: 1.5, bytes: 384_000))
+        // Absurd amounts fail the limit instead of overflowing.
+        for delay in [TimeAmount.seconds(1e300), .samples(Int.max)] {
+            guard case .tooLong(padded, _, 1.5, _)? = loadError(padded, options: .init(delay: delay, maxSeconds: 1.5)) else {
+                return XCTFail("delay \(delay) accepted")
+            }
+        }
+        XCTAssertEqual(try ImpulseResponse.load(padded, sampleRate: 48_000, options: .init(length: .seconds(1e300))).frameCount, 48_000)
         // The default limit is 60 s.
         XCTAssertEqual(loadError("builtin:dirac", options: .init(delay: .seconds(61))),
                        .tooLong(source: "builtin:dirac", seconds: Double(61 * 48_000 + 1) / 48_000, limitSeconds: 60,

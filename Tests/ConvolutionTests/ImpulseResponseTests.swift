@@ -115,16 +115,17 @@ final class ImpulseResponseOptionTests: XCTestCase {
     }
 
     /// Order of operations: offset in source samples, then resampling, then delay at the target
-    /// rate. An impulse at source frame 541 (44.1 kHz), offset 441 (10 ms), lands at
-    /// 100·48/44.1 = 108.8 frames at 48 kHz, plus a 480-frame delay.
+    /// rate. An impulse at source frame 735 (44.1 kHz), offset 441 (10 ms), is 294 frames in:
+    /// 294·48/44.1 = 320 frames at 48 kHz, plus a 480-frame delay.
     func testOffsetIsInSourceSamplesAndDelayAtTargetRate() throws {
         var samples = [Float](repeating: 0, count: 2000)
-        samples[541] = 1
+        samples[735] = 1
         let path = directory.path("impulse44k.wav")
         try AudioFile.write(path: path, sampleRate: 44_100, channels: [samples])
         let ir = try ImpulseResponse.load(path, sampleRate: 48_000, options: .init(offset: .samples(441), delay: .samples(480)))
         let peakFrame = ir.channels[0].indices.max { ir.channels[0][$0] < ir.channels[0][$1] }
-        XCTAssertEqual(peakFrame, 480 + 109)  // 588.8 rounds to 589
+        XCTAssertEqual(peakFrame, 480 + 320)
+        XCTAssertEqual(ir.addedDelayFrames, 0)
         XCTAssertTrue(ir.channels[0][..<480].allSatisfy { $0 == 0 })
     }
 
@@ -167,7 +168,8 @@ final class ImpulseResponseOptionTests: XCTestCase {
 final class ImpulseResponseResamplingTests: XCTestCase {
     private let sourceRate = 44_100.0
     private let targetRate = 48_000.0
-    /// Far enough from frame 0 that the resampling filter's ringing before the impulse is kept.
+    /// Far enough from frame 0 that the resampling filter's ringing before the impulse fits in
+    /// front of it: timing exactly kept.
     private let impulseFrame = 200
 
     private struct Measurement {
@@ -175,9 +177,12 @@ final class ImpulseResponseResamplingTests: XCTestCase {
         var delayFrames: Double
         var frequency: Double
         var residualDB: Double
+        var expectedDelay: Double
+        var addedDelayFrames: Int
     }
 
-    private func measure(frequency: Double, quality: Int) throws -> Measurement {
+    private func measure(frequency: Double, quality: Int, impulseFrame: Int? = nil) throws -> Measurement {
+        let impulseFrame = impulseFrame ?? self.impulseFrame
         let directory = try IRTestDirectory()
         var samples = [Float](repeating: 0, count: 1000)
         samples[impulseFrame] = 1
@@ -186,7 +191,9 @@ final class ImpulseResponseResamplingTests: XCTestCase {
         let ir = try ImpulseResponse.load(path, sampleRate: targetRate, options: .init(resampleQuality: quality))
         XCTAssertEqual(ir.sampleRate, targetRate)
         XCTAssertEqual(ir.channelCount, 1)
-        XCTAssertLessThanOrEqual(ir.frameCount, 1089)  // ceil(1000 · 48/44.1), then trimmed
+        // ceil(1000 · 48/44.1), then trimmed; plus the ringing kept in front of an early impulse.
+        XCTAssertLessThanOrEqual(ir.frameCount, 1089 + ir.addedDelayFrames)
+        if impulseFrame >= 200 { XCTAssertEqual(ir.addedDelayFrames, 0) }
 
         let amplitude = 0.5
         let signal = (0..<9600).map { Float(amplitude * sin(2 * Double.pi * frequency * Double($0) / targetRate)) }
@@ -212,7 +219,7 @@ final class ImpulseResponseResamplingTests: XCTestCase {
         let measuredFrequency = Double(crossings.count - 1) / 2 / ((crossings.last! - crossings.first!) / targetRate)
 
         // What is left after removing the expected, delayed sine.
-        let expectedDelay = Double(impulseFrame) * targetRate / sourceRate
+        let expectedDelay = Double(impulseFrame) * targetRate / sourceRate + Double(ir.addedDelayFrames)
         var residualEnergy = 0.0, signalEnergy = 0.0
         for n in window {
             let expected = amplitude * sin(omega * (Double(n) - expectedDelay))
@@ -220,23 +227,31 @@ final class ImpulseResponseResamplingTests: XCTestCase {
             signalEnergy += expected * expected
         }
         return Measurement(levelDB: 20 * log10(level / amplitude), delayFrames: delay, frequency: measuredFrequency,
-                           residualDB: 10 * log10(residualEnergy / signalEnergy))
+                           residualDB: 10 * log10(residualEnergy / signalEnergy), expectedDelay: expectedDelay,
+                           addedDelayFrames: ir.addedDelayFrames)
     }
 
     func testSineThroughResampledDiracKeepsFrequencyLevelAndTiming() throws {
-        let expectedDelay = Double(impulseFrame) * targetRate / sourceRate  // 217.69 frames
-        for frequency in [1000.0, 10_000.0] {
-            for quality in [4, 14] {  // HQ (the default), VHQ
-                let result = try measure(frequency: frequency, quality: quality)
-                let label = "\(frequency) Hz, quality \(quality): \(result)"
-                XCTAssertEqual(result.levelDB, 0, accuracy: 0.1, label)
-                XCTAssertEqual(result.frequency, frequency, accuracy: frequency * 1e-4, label)
-                // Delay modulo one period (the phase cannot tell periods apart).
-                let period = targetRate / frequency
-                let delayError = (result.delayFrames - expectedDelay).truncatingRemainder(dividingBy: period)
-                let wrapped = delayError > period / 2 ? delayError - period : (delayError < -period / 2 ? delayError + period : delayError)
-                XCTAssertEqual(wrapped, 0, accuracy: 0.01, label)
-                XCTAssertLessThan(result.residualDB, -90, label)
+        // Frame 200: 217.69 frames at 48 kHz. Frame 0: the filter's ringing before the impulse is
+        // kept, so the IR comes `addedDelayFrames` late but whole (cut, it would lose 1.15 dB).
+        for impulseFrame in [200, 0] {
+            for frequency in [1000.0, 10_000.0] {
+                for quality in [4, 14] {  // HQ (the default), VHQ
+                    let result = try measure(frequency: frequency, quality: quality, impulseFrame: impulseFrame)
+                    let label = "impulse at \(impulseFrame), \(frequency) Hz, quality \(quality): \(result)"
+                    XCTAssertEqual(result.levelDB, 0, accuracy: 0.1, label)
+                    XCTAssertEqual(result.frequency, frequency, accuracy: frequency * 1e-4, label)
+                    // Delay modulo one period (the phase cannot tell periods apart).
+                    let period = targetRate / frequency
+                    let delayError = (result.delayFrames - result.expectedDelay).truncatingRemainder(dividingBy: period)
+                    let wrapped = delayError > period / 2 ? delayError - period : (delayError < -period / 2 ? delayError + period : delayError)
+                    XCTAssertEqual(wrapped, 0, accuracy: 0.01, label)
+                    XCTAssertLessThan(result.residualDB, -90, label)
+                    if impulseFrame == 0 {
+                        XCTAssertGreaterThan(result.addedDelayFrames, 0, label)
+                        XCTAssertLessThan(result.addedDelayFrames, 200, label)  // about 2–2.5 ms
+                    }
+                }
             }
         }
     }

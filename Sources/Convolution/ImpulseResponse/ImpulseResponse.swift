@@ -5,13 +5,19 @@ public struct ImpulseResponse: Sendable, Equatable {
     public var sampleRate: Double
     public var channels: [[Float]]
 
+    /// Frames the loader put before the source's time 0, besides the `delay` option: the
+    /// resampling filter's ringing before an IR that starts (almost) at frame 0, which a causal
+    /// filter can only keep late. 0 when not resampled or when the IR has silence in front.
+    public var addedDelayFrames: Int
+
     public var channelCount: Int { channels.count }
     public var frameCount: Int { channels.first?.count ?? 0 }
 
     /// Shorter channels are padded with zeros to the longest one.
-    public init(sampleRate: Double, channels: [[Float]]) {
+    public init(sampleRate: Double, channels: [[Float]], addedDelayFrames: Int = 0) {
         let frameCount = channels.map(\.count).max() ?? 0
         self.sampleRate = sampleRate
+        self.addedDelayFrames = addedDelayFrames
         self.channels = channels.map { $0.count == frameCount ? $0 : $0 + [Float](repeating: 0, count: frameCount - $0.count) }
     }
 
@@ -24,7 +30,9 @@ public struct ImpulseResponse: Sendable, Equatable {
     /// made at `targetRate`, then treated like a file at that rate). The steps, in the order of
     /// PipeWire filter-chain's convolver:
     /// 1. read, 2. pick `channel`, 3. cut `offset` and `length` (source rate),
-    /// 4. resample to `targetRate` (libsoxr, `resampleQuality`; keeps timing and filter gain),
+    /// 4. resample to `targetRate` (libsoxr, `resampleQuality`; keeps the filter's gain and the
+    ///    timing, except that an IR starting at frame 0 is delayed by the resampler's ringing
+    ///    before it, see `addedDelayFrames`),
     /// 5. trim trailing samples below `trimThresholdDB`, 6. prepend `delay` (target rate),
     /// 7. `normalize`, then `gain`, 8. check against `maxSeconds`.
     /// A selection longer than 4 × `maxSeconds` is refused before its samples are read, even if
@@ -63,12 +71,12 @@ public struct ImpulseResponse: Sendable, Equatable {
         try checkFinite(spec, source.channels, firstChannel: options.channel ?? 0, firstFrame: source.firstFrame)
 
         var channels = source.channels
+        var addedDelayFrames = 0
         if source.sampleRate != targetRate {
             do {
-                channels = try channels.map { channel throws(Resampler.ResamplingFailure) in
-                    try Resampler.resample(channel, from: source.sampleRate, to: targetRate,
-                                           recipe: options.soxrRecipe.recipe)
-                }
+                (channels, addedDelayFrames) = try Resampler.resample(
+                    channels, from: source.sampleRate, to: targetRate, recipe: options.soxrRecipe.recipe,
+                    leadingThresholdDB: options.trimThresholdDB ?? -120)
             } catch { throw .resamplingFailed(source: spec, reason: error.reason) }
         }
 
@@ -97,7 +105,7 @@ public struct ImpulseResponse: Sendable, Equatable {
 
         try checkLength(spec, frameCount: channels[0].count, channelCount: channels.count,
                         targetRate: targetRate, limitSeconds: options.maxSeconds)
-        return ImpulseResponse(sampleRate: targetRate, channels: channels)
+        return ImpulseResponse(sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames)
     }
 
     /// Validates `channel`, `offset` and `length` against the source; returns what to read.

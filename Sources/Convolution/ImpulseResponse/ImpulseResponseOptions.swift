@@ -30,11 +30,17 @@ public enum TimeAmount: Sendable, Equatable {
         }
     }
 
-    /// The amount in frames at `sampleRate`, seconds rounded to the nearest frame.
+    /// The amount in frames at `sampleRate`, seconds rounded to the nearest frame. Clamped to
+    /// ±`Int.max / 4` frames (absurd values then fail the length limit instead of overflowing).
     public func frames(atSampleRate sampleRate: Double) -> Int {
+        let limit = Int.max / 4
         switch self {
-        case .samples(let samples): return samples
-        case .seconds(let seconds): return Int((seconds * sampleRate).rounded())
+        case .samples(let samples):
+            return max(-limit, min(limit, samples))
+        case .seconds(let seconds):
+            let frames = (seconds * sampleRate).rounded()
+            guard !frames.isNaN else { return 0 }
+            return frames >= Double(limit) ? limit : (frames <= -Double(limit) ? -limit : Int(frames))
         }
     }
 
@@ -81,7 +87,9 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
     /// The channels keep their balance. Off by default (filter-chain has no such option).
     public var normalize: Bool
     /// filter-chain's `resample.quality`, 0...14 as in PipeWire's resampler (default 4), mapped to
-    /// libsoxr recipes: 0 = QQ (cubic), 1–2 = LQ, 3 = MQ, 4–9 = HQ (20-bit), 10–14 = VHQ (28-bit).
+    /// libsoxr recipes: 0 = QQ, 1–2 = LQ, 3 = MQ, 4–9 = HQ (20-bit), 10–14 = VHQ (28-bit).
+    /// QQ is cubic interpolation without anti-aliasing: an impulse downsampled 2:1 comes out
+    /// 6 dB too loud. Use it for quick tests only; LQ and up keep the level of any IR.
     public var resampleQuality: Int
     /// Trailing samples quieter than this many dB below the IR's peak (over all channels) are cut.
     /// nil keeps them. Trimming never removes the last audible sample nor leaves less than 1 frame.
