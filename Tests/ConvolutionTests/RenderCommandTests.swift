@@ -10,6 +10,15 @@ final class RenderCommandTests: XCTestCase {
         URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pw-convolver")
     }
 
+    struct MissingExecutable: Error, CustomStringConvertible {
+        var description: String { "pw-convolver is not built beside the tests (make test builds it)" }
+    }
+
+    /// A failure, not a skip: without the executable the render path is untested.
+    static func requireExecutable() throws {
+        guard FileManager.default.isExecutableFile(atPath: executable.path) else { throw MissingExecutable() }
+    }
+
     private func render(_ arguments: [String]) throws -> (status: Int32, errors: String) {
         let process = Process()
         process.executableURL = Self.executable
@@ -23,8 +32,7 @@ final class RenderCommandTests: XCTestCase {
     }
 
     func testRenderMatchesDirectConvolutionIncludingTheTail() throws {
-        try XCTUnwrap(FileManager.default.isExecutableFile(atPath: Self.executable.path) ? true : nil,
-                      "pw-convolver is not built beside the tests (make test builds it)")
+        try Self.requireExecutable()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("render-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -50,8 +58,7 @@ final class RenderCommandTests: XCTestCase {
     }
 
     func testRenderRefusesBadInputWithAClearMessage() throws {
-        try XCTUnwrap(FileManager.default.isExecutableFile(atPath: Self.executable.path) ? true : nil,
-                      "pw-convolver is not built beside the tests (make test builds it)")
+        try Self.requireExecutable()
         let missing = try render(["--ir", "/nonexistent/ir.wav", "/nonexistent/in.wav", "/tmp/out.wav"])
         XCTAssertEqual(missing.status, 1)
         XCTAssertTrue(missing.errors.contains("/nonexistent/in.wav"), missing.errors)
