@@ -43,37 +43,47 @@ enum EngineFactory {
     static func makeMatrix(_ configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
         let channelCount = configuration.channelCount
         if configuration.impulses.isEmpty, let filename = configuration.filename {
-            let channels = try loadChannels(filename, key: "filename", sampleRate: sampleRate,
-                                            delay: configuration.delay, offset: configuration.offset,
-                                            length: configuration.length, quality: configuration.resampleQuality)
-            let entries = (0..<channelCount).map { index in
-                ConvolutionMatrix.Entry(input: index, output: index, impulse: channels[index % channels.count])
+            let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
+                                                 delay: .samples(configuration.delay),
+                                                 resampleQuality: configuration.resampleQuality)
+            let impulseResponse = try load(filename, key: "filename", sampleRate: sampleRate, options: options)
+            do {
+                return try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+            } catch {
+                throw .impulseResponse(key: "filename", message: "\(error)", errno: EINVAL)
             }
-            return ConvolutionMatrix(inputCount: channelCount, outputCount: channelCount, entries: entries)
         }
         var entries: [ConvolutionMatrix.Entry] = []
         for (index, impulse) in configuration.impulses.enumerated() {
-            let key = "impulses[\(index)].filename"
-            let channels = try loadChannels(impulse.filename, key: key, sampleRate: sampleRate, delay: impulse.delay,
-                                            offset: impulse.offset, length: impulse.length,
-                                            quality: configuration.resampleQuality)
-            guard impulse.channel < channels.count else {
-                throw .impulseResponse(key: "impulses[\(index)].channel",
-                                       message: "\(impulse.channel) is out of range: \(impulse.filename) has \(channels.count) channels",
-                                       errno: EINVAL)
-            }
-            let scaled = channels[impulse.channel].map { $0 * Float(impulse.gain) }
-            entries.append(.init(input: impulse.input, output: impulse.output, impulse: scaled))
+            let options = ImpulseResponseOptions(channel: impulse.channel, offset: .samples(impulse.offset),
+                                                 length: .samples(impulse.length), delay: .samples(impulse.delay),
+                                                 gain: Float(impulse.gain), resampleQuality: configuration.resampleQuality)
+            let impulseResponse = try load(impulse.filename, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
+            entries.append(.init(input: impulse.input, output: impulse.output, impulse: impulseResponse.channels[0]))
         }
-        return ConvolutionMatrix(inputCount: channelCount, outputCount: channelCount, entries: entries)
+        let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: channelCount, entries: entries)
+        do {
+            try matrix.validate()
+        } catch {
+            throw .impulseResponse(key: "impulses", message: "\(error)", errno: EINVAL)
+        }
+        return matrix
     }
 
-    /// TEMPORARY until ImpulseResponse.load lands on main: builtin:dirac only.
-    static func loadChannels(_ spec: String, key: String, sampleRate: Int, delay: Int, offset: Int,
-                             length: Int, quality: Int) throws(ConvolverNodeError) -> [[Float]] {
-        guard spec == "builtin:dirac" else {
-            throw .impulseResponse(key: key, message: "cannot load '\(spec)'", errno: ENOENT)
+    /// `ImpulseResponse.load`, its error turned into one naming the module key.
+    static func load(_ spec: String, key: String, sampleRate: Int,
+                     options: ImpulseResponseOptions) throws(ConvolverNodeError) -> ImpulseResponse {
+        do {
+            return try ImpulseResponse.load(spec, sampleRate: Double(sampleRate), options: options)
+        } catch {
+            let code: Int32
+            switch error {
+            case .fileNotFound: code = ENOENT
+            case .unreadable: code = EACCES
+            case .tooLong: code = EFBIG
+            default: code = EINVAL
+            }
+            throw .impulseResponse(key: key, message: error.description, errno: code)
         }
-        return [[Float](repeating: 0, count: delay) + [1]]
     }
 }

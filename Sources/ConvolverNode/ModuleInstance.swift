@@ -12,7 +12,7 @@ public final class ConvolverModuleInstance {
     public static let usage = """
         node.name=<name> node.description=<text> audio.channels=<n> audio.position=[ FL FR ] \
         filename=<path|builtin:NAME> gain=<linear> mix=<0..1> delay=<samples> offset=<samples> \
-        length=<samples> resample.quality=<0..10> impulses=[ { input output filename channel gain } ] \
+        length=<samples> resample.quality=<0..14> impulses=[ { input output filename channel gain } ] \
         workgroup={ threads=<auto|n> rt.prio=<n> } partition={ max=<samples> }
         """
 

@@ -98,7 +98,7 @@ public struct NodeConfiguration: Sendable, Equatable {
             case "delay": configuration.delay = try integer(value, key, 0...sampleCountLimit)
             case "offset": configuration.offset = try integer(value, key, 0...sampleCountLimit)
             case "length": configuration.length = try integer(value, key, 0...sampleCountLimit)
-            case "resample.quality": configuration.resampleQuality = try integer(value, key, 0...10)
+            case "resample.quality": configuration.resampleQuality = try integer(value, key, 0...14)
             case "impulses": configuration.impulses = try impulses(value, key, &warnings)
             case "workgroup":
                 for (subkey, subvalue) in try object(value, key) {

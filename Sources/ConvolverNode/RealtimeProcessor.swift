@@ -92,6 +92,8 @@ final class RealtimeProcessor {
         guard let position else { return }
         let frameCount = Int(position.pointee.clock.duration)
         let graphRate = Int(position.pointee.clock.rate.denom)
+        // Read now: the driver rewrites the shared clock at its next wake-up, even while we run.
+        let deadline = position.pointee.clock.next_nsec
 
         if retiredEngine.load(ordering: .acquiring) == nil,
            let next = pendingEngine.exchange(nil, ordering: .acquiringAndReleasing) {
@@ -126,7 +128,6 @@ final class RealtimeProcessor {
         }
 
         let endNanos = monotonicNanos()
-        let deadline = position.pointee.clock.next_nsec
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
     }
 

@@ -129,7 +129,9 @@ struct SPAJSONParser {
         case UInt8(ascii: "}"), UInt8(ascii: "]"), UInt8(ascii: ":"), UInt8(ascii: "="):
             throw error("unexpected '\(Character(Unicode.Scalar(byte)))'")
         default:
-            return .word(parseBareWord())
+            // In a value, ':' belongs to the word (`filename = builtin:hall`); spa_json would split
+            // there, which only ever produces a confusing "unknown key" for such configs.
+            return .word(parseBareWord(allowingColon: true))
         }
     }
 
@@ -161,9 +163,9 @@ struct SPAJSONParser {
         }
     }
 
-    private mutating func parseBareWord() -> String {
+    private mutating func parseBareWord(allowingColon: Bool = false) -> String {
         let start = index
-        while let byte = peek, !Self.endsBareWord(byte) { index += 1 }
+        while let byte = peek, !Self.endsBareWord(byte) || (allowingColon && byte == UInt8(ascii: ":")) { index += 1 }
         return String(decoding: bytes[start..<index], as: UTF8.self)
     }
 
