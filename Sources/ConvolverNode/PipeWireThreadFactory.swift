@@ -7,15 +7,25 @@ import Workgroup
 /// `pw_thread_utils_acquire_rt`), so PipeWire's real-time policy applies: module-rt gives
 /// SCHED_FIFO directly or through RTKit / the realtime portal, within its `rt.prio` limits.
 ///
-/// Use it when a `pw_context` exists (module-rt installs its thread utils into the context's
-/// global at load); without a context use `PthreadThreadFactory`.
-/// The C macros are static inline `spa_thread_utils_*` calls on `pw_thread_utils_get()`.
+/// Use it when a `pw_context` exists; without a context use `PthreadThreadFactory`.
+/// module-rt installs its thread utils as the context's `ThreadUtils` object
+/// (`pw_context_set_object`), not as the global `pw_thread_utils_get()` (which has no
+/// `acquire_rt` in 0.3.65: ENOTSUP), so the context's object is used when there is one.
+/// The C macros `pw_thread_utils_*` are static inline `spa_thread_utils_*` calls on a utils pointer.
 public final class PipeWireThreadFactory: ThreadFactory, @unchecked Sendable {
-    public init() {}
+    // SAFETY: owned by the context (or PipeWire's globals), which outlives the helper threads:
+    // the node stops its scheduler before it destroys the context.
+    private let utils: UnsafeMutablePointer<spa_thread_utils>
+
+    /// `context`: the node's `pw_context` (its module-rt policy applies); nil: PipeWire's global utils.
+    public init(context: OpaquePointer?) {
+        let fromContext = context.flatMap { pw_context_get_object($0, "Spa:Pointer:Interface:ThreadUtils") }
+        utils = fromContext.map { $0.assumingMemoryBound(to: spa_thread_utils.self) } ?? pw_thread_utils_get()
+    }
 
     public func createThread(name: String, body: @escaping @Sendable () -> Void) throws(ThreadError) -> SpawnedThread {
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        let thread = spa_thread_utils_create(pw_thread_utils_get(), nil, { argument in
+        let thread = spa_thread_utils_create(utils, nil, { argument in
             // SAFETY: `argument` is the retained ThreadBody passed below; released here, once.
             let body = Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue()
             body.run()
@@ -31,12 +41,12 @@ public final class PipeWireThreadFactory: ThreadFactory, @unchecked Sendable {
 
     /// Returns 0 or an errno value (PipeWire returns negative errno).
     public func acquireRealtime(_ thread: SpawnedThread, priority: Int32) -> Int32 {
-        let result = spa_thread_utils_acquire_rt(pw_thread_utils_get(), spaThread(thread), priority)
+        let result = spa_thread_utils_acquire_rt(utils, spaThread(thread), priority)
         return result < 0 ? -result : 0
     }
 
     public func joinThread(_ thread: SpawnedThread) {
-        _ = spa_thread_utils_join(pw_thread_utils_get(), spaThread(thread), nil)
+        _ = spa_thread_utils_join(utils, spaThread(thread), nil)
     }
 
     private func spaThread(_ thread: SpawnedThread) -> OpaquePointer {
