@@ -36,6 +36,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     public let configuration: WorkgroupSchedulerConfiguration
     private let threadFactory: any ThreadFactory
     private var pool: JobPool?
+    /// The pool whose statistics are reported: the running one, or the last one after `stop()`.
+    private var reportedPool: JobPool?
     private var levels: [LevelSchedule] = []
     // SAFETY: as in InlineScheduler: the engine calls `stop()` (deinit) before it is freed, and
     // `stop()` joins every helper first.
@@ -79,6 +81,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         }
         pool = try JobPool(queueCount: levels.count, runner: self, configuration: poolConfiguration,
                            factory: threadFactory)
+        reportedPool = pool
     }
 
     /// Real-time safe: records the job and posts a semaphore; never blocks.
@@ -96,6 +99,11 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         return pool.awaitCompletion(queue: level, sequence: block, until: cycleStarted ? waitLimit : .max)
     }
 
+    /// Waits until every posted job has run (offline render end, tests). Not real-time safe.
+    public func waitUntilIdle() {
+        pool?.waitUntilIdle()
+    }
+
     public func stop() {
         pool?.stop()
         pool = nil
@@ -107,9 +115,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         runner?.runLevelJob(level: queue, block: sequence)
     }
 
-    /// Statistics so far. Not real-time safe (allocates); lock-free reads, so any thread, any time.
+    /// Statistics so far (of the last pool after `stop()`). Not real-time safe (allocates);
+    /// lock-free reads, so any thread, any time.
     public func statistics() -> WorkgroupSchedulerStatistics {
-        guard let pool else {
+        guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
                                                 helpers: IntervalStatistics().snapshot(), levels: [])
         }

@@ -208,6 +208,12 @@ public final class JobPool: @unchecked Sendable {
         queues[index].posted.load(ordering: .sequentiallyConsistent) - queues[index].completed.load(ordering: .acquiring)
     }
 
+    /// Waits until every posted job has completed (offline drains, tests). Not real-time safe:
+    /// polls every 100 µs.
+    public func waitUntilIdle() {
+        while (0..<queueCount).contains(where: { pendingJobs(queue: $0) > 0 }) { usleep(100) }
+    }
+
     /// Cancels the workgroup and joins every helper: after return no job runs. Pending jobs are
     /// not run. Not real-time safe. Idempotent.
     public func stop() {
