@@ -12,6 +12,11 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// runtime = `deadlineRuntimeFraction` of it), falling back to SCHED_FIFO.
     public var deadlineScheduling = false
     public var deadlineRuntimeFraction = 0.5
+    /// How many of the shortest levels run on the data thread itself, inside `post` (as the
+    /// inline scheduler does). A short level's job costs little but wakes a helper every block:
+    /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
+    /// (measured: see the bench). 0: every level on the helpers.
+    public var inlineLevelCount = 0
     /// Only used to size the SCHED_DEADLINE period at setup; cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
@@ -39,6 +44,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// The pool whose statistics are reported: the running one, or the last one after `stop()`.
     private var reportedPool: JobPool?
     private var levels: [LevelSchedule] = []
+    /// Levels below this run inline in `post`; level `k` above it is pool queue `k - inlineLevelCount`.
+    private var inlineLevelCount = 0
     // SAFETY: as in InlineScheduler: the engine calls `stop()` (deinit) before it is freed, and
     // `stop()` joins every helper first.
     private unowned(unsafe) var runner: (any LevelJobRunner)?
@@ -55,6 +62,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         self.threadFactory = threadFactory
     }
 
+    deinit { pool?.stop() }
+
     /// Starts a data-thread cycle: the call began at `startNanos` (CLOCK_MONOTONIC ns, see
     /// `monotonicNanos()`); awaits may wait until `waitLimitNanos` (`.max`: until completion).
     /// Real-time safe.
@@ -69,34 +78,41 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         stop()
         self.runner = runner
         self.levels = levels
-        guard !levels.isEmpty else { return }
+        inlineLevelCount = min(max(configuration.inlineLevelCount, 0), levels.count)
+        let pooledLevels = levels.dropFirst(inlineLevelCount)
+        guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
         poolConfiguration.threadCount = configuration.threadCount
         poolConfiguration.realtimePriority = configuration.realtimePriority
         poolConfiguration.warn = configuration.warn
-        if configuration.deadlineScheduling, let shortest = levels.map(\.blockSize).min() {
+        if configuration.deadlineScheduling, let shortest = pooledLevels.map(\.blockSize).min() {
             poolConfiguration.deadlineScheduling = helperDeadlineScheduling(
                 periodNanos: UInt64(Double(shortest) * 1e9 / configuration.sampleRate),
                 runtimeFraction: configuration.deadlineRuntimeFraction)
         }
-        pool = try JobPool(queueCount: levels.count, runner: self, configuration: poolConfiguration,
+        pool = try JobPool(queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration,
                            factory: threadFactory)
         reportedPool = pool
     }
 
-    /// Real-time safe: records the job and posts a semaphore; never blocks.
+    /// Real-time safe: records the job and posts a semaphore; never blocks. Inline levels run here.
     public func post(level: Int, block: Int, dueInSamples: Int) {
+        if level < inlineLevelCount {
+            runner?.runLevelJob(level: level, block: block)
+            return
+        }
         guard let pool else { return }
         let start = cycleStarted ? cycleStart : monotonicNanos()
         let deadline = start &+ UInt64(Double(max(dueInSamples, 1)) * nanosecondsPerSample)
-        pool.post(queue: level, sequence: block, start: start, deadline: deadline)
+        pool.post(queue: level - inlineLevelCount, sequence: block, start: start, deadline: deadline)
     }
 
     /// Real-time safe: returns at once when the job is done, else waits on the level's semaphore
     /// at most until the cycle's wait limit; false counts a late level.
     public func awaitResult(level: Int, block: Int) -> Bool {
+        if level < inlineLevelCount { return true }  // ran in `post`
         guard let pool else { return false }
-        return pool.awaitCompletion(queue: level, sequence: block, until: cycleStarted ? waitLimit : .max)
+        return pool.awaitCompletion(queue: level - inlineLevelCount, sequence: block, until: cycleStarted ? waitLimit : .max)
     }
 
     /// Waits until every posted job has run (offline render end, tests). Not real-time safe.
@@ -112,7 +128,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
 
     /// Helper threads: runs the engine's job. Real-time safe (the engine's job is).
     public func runJob(queue: Int, sequence: Int) {
-        runner?.runLevelJob(level: queue, block: sequence)
+        runner?.runLevelJob(level: queue + inlineLevelCount, block: sequence)
     }
 
     /// Statistics so far (of the last pool after `stop()`). Not real-time safe (allocates);
@@ -120,14 +136,16 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     public func statistics() -> WorkgroupSchedulerStatistics {
         guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
-                                                helpers: IntervalStatistics().snapshot(), levels: [])
+                                                helpers: IntervalStatistics().snapshot(),
+                                                inlineLevelCount: inlineLevelCount, levels: [])
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted, deadlineScheduling: pool.deadlineGranted,
             helpers: pool.workgroup.statistics.snapshot(),
-            levels: levels.indices.map { index in
-                .init(blockSize: levels[index].blockSize, jobs: pool.queueStatistics[index].snapshot(),
-                      lateResults: pool.lateResults(queue: index), droppedJobs: pool.droppedJobs(queue: index))
+            inlineLevelCount: inlineLevelCount,
+            levels: (0..<pool.queueCount).map { queue in
+                .init(blockSize: levels[queue + inlineLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
+                      lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
             })
     }
 }
@@ -147,6 +165,9 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var deadlineScheduling: Bool
     /// Every interval of every helper.
     public var helpers: IntervalStatisticsSnapshot
+    /// The shortest levels, run on the data thread (not in `levels`).
+    public var inlineLevelCount: Int
+    /// The levels run on the helpers, shortest first (engine level `inlineLevelCount + index + 1`).
     public var levels: [Level]
 
     /// Late levels: results the data thread gave up on, all levels.
@@ -154,9 +175,10 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
 
     public var description: String {
         var lines = ["helpers \(threadCount) (\(deadlineScheduling ? "SCHED_DEADLINE" : realtime ? "SCHED_FIFO" : "normal priority")), "
-                     + "late levels \(lateLevels), \(helpers)"]
+                     + "late levels \(lateLevels), \(helpers)"
+                     + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")]
         for (index, level) in levels.enumerated() {
-            lines.append("  level \(index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
+            lines.append("  level \(inlineLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
                          + "dropped \(level.droppedJobs), \(level.jobs)")
         }
         return lines.joined(separator: "\n")

@@ -86,9 +86,10 @@ public final class IntervalStatistics: @unchecked Sendable {
         return (4 + mantissa) << UInt64(exponent - 2)
     }
 
-    /// The margin (ns, at bucket resolution, rounded towards late) below which a fraction
-    /// `fraction` of intervals finished: `marginQuantile(0.01)` means "99% of intervals finished
-    /// with at least this margin" (the p99 margin). nil before any interval.
+    /// The margin (ns, at bucket resolution, rounded towards late but never below the smallest
+    /// margin seen) below which a fraction `fraction` of intervals finished: `marginQuantile(0.01)`
+    /// means "99% of intervals finished with at least this margin" (the p99 margin).
+    /// nil before any interval.
     /// Not real-time safe (allocates); counters may move while it reads.
     public func marginQuantile(_ fraction: Double) -> Int64? {
         var histogram: [(margin: Int64, count: Int)] = []
@@ -108,12 +109,13 @@ public final class IntervalStatistics: @unchecked Sendable {
         let total = histogram.reduce(0) { $0 + $1.count }
         if total == 0 { return nil }
         let rank = Int((fraction * Double(total)).rounded(.down))
+        let smallest = minMarginNanos.load(ordering: .relaxed)
         var seen = 0
         for entry in histogram {
             seen += entry.count
-            if seen > rank { return entry.margin }
+            if seen > rank { return max(entry.margin, smallest) }
         }
-        return histogram.last?.margin
+        return histogram.last.map { max($0.margin, smallest) }
     }
 
     /// A copy for reporting. Not real-time safe (allocates).

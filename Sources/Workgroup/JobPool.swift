@@ -36,6 +36,8 @@ public struct JobPoolConfiguration: Sendable {
 /// job's deadline, publishes it as completed (release) and posts the queue's done semaphore, then
 /// looks again from the most urgent queue. Jobs are never dropped while the ring has room; a helper
 /// that falls behind makes results late, not lost.
+///
+/// Helpers keep the pool alive until `stop()`, which the owner must call.
 public final class JobPool: @unchecked Sendable {
     public let workgroup: Workgroup
     public let queueCount: Int
@@ -65,7 +67,12 @@ public final class JobPool: @unchecked Sendable {
         workgroup = Workgroup(name: configuration.namePrefix)
         queues = (0..<queueCount).map { _ in JobQueue(capacity: configuration.queueCapacity) }
         queueStatistics = queues.map(\.statistics)
-        try startThreads(configuration)
+        do {
+            try startThreads(configuration)
+        } catch {
+            stop()  // release the helpers already started; they hold the pool
+            throw error
+        }
     }
 
     private func startThreads(_ configuration: JobPoolConfiguration) throws(ThreadError) {

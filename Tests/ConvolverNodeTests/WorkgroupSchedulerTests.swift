@@ -266,13 +266,18 @@ final class WorkgroupEngineTests: XCTestCase {
 
             let inlineEngine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
             let expected = render(inlineEngine, inputs, callSizes: callSizes)
-            let scheduler = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
+            // Every third trial runs the shortest level on the data thread (inlineLevelCount).
+            var schedulerConfiguration = unpacedConfiguration(threads: 2)
+            schedulerConfiguration.inlineLevelCount = trial % 3 == 2 ? 1 : 0
+            let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
             let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
             XCTAssertGreaterThan(engine.plan.tails.count, 0, "trial \(trial): no tail level to schedule")
             let actual = render(engine, inputs, callSizes: callSizes)
             engine.stop()
             let statistics = scheduler.statistics()
             XCTAssertEqual(statistics.lateLevels, 0)
+            XCTAssertEqual(statistics.inlineLevelCount + statistics.levels.count, engine.plan.tails.count)
+            XCTAssertGreaterThan(statistics.helpers.intervals, 0, "no job ran on the helpers")
             for output in 0..<outputCount {
                 let mismatch = actual[output].indices.first { actual[output][$0].bitPattern != expected[output][$0].bitPattern }
                 XCTAssertNil(mismatch, "trial \(trial), output \(output), plan \(engine.plan), calls \(callSizes): "
