@@ -10,6 +10,9 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     public var realtimePriority: Int32? = 87
     /// Try SCHED_DEADLINE first (period = the shortest level's block period at `sampleRate`,
     /// runtime = `deadlineRuntimeFraction` of it), falling back to SCHED_FIFO.
+    /// Off by default: Linux runs SCHED_DEADLINE tasks before every SCHED_FIFO task, so a helper
+    /// under it preempts the data thread on a shared core (measured: data-thread p99 went from
+    /// ~55 µs to ~2.1 ms at 256-frame calls, 2 cores) — the opposite of "below the data thread".
     public var deadlineScheduling = false
     public var deadlineRuntimeFraction = 0.5
     /// How many of the shortest levels run on the data thread itself, inside `post` (as the

@@ -3,12 +3,15 @@ import Synchronization
 /// Counters and a fixed histogram of deadline margins, written by any number of threads and
 /// readable at any time without locks.
 ///
-/// The histogram has logarithmic buckets over microseconds (4 per octave, ~19% resolution), one
+/// The histogram has logarithmic buckets over microseconds (16 per octave, ≤ 6.25% wide), one
 /// set for margins ≥ 0 and one for late finishes, so quantiles on both sides are kept without
 /// allocation.
 public final class IntervalStatistics: @unchecked Sendable {
-    /// Buckets per sign: magnitudes up to 2^40 µs.
-    static let bucketCount = 4 + 38 * 4 + 4
+    /// Buckets per octave = 2^subBucketBits; magnitudes below that are exact.
+    static let subBucketBits = 4
+    static let subBuckets = 1 << subBucketBits
+    /// Buckets per sign: magnitudes up to 2^40 µs (12.7 days).
+    static let bucketCount = subBuckets + (40 - subBucketBits) * subBuckets
 
     /// Intervals finished.
     public let intervals = Atomic<Int>(0)
@@ -70,20 +73,20 @@ public final class IntervalStatistics: @unchecked Sendable {
         }
     }
 
-    /// Bucket of a magnitude in µs: 0...3 exact, then 4 buckets per octave.
+    /// Bucket of a magnitude in µs: below `subBuckets` exact, then `subBuckets` per octave.
     static func bucket(forMagnitude magnitude: UInt64) -> Int {
-        if magnitude < 4 { return Int(magnitude) }
-        let exponent = 63 - magnitude.leadingZeroBitCount  // >= 2
-        let mantissa = Int((magnitude >> UInt64(exponent - 2)) & 3)
-        return min(4 + (exponent - 2) * 4 + mantissa, bucketCount - 1)
+        if magnitude < UInt64(subBuckets) { return Int(magnitude) }
+        let exponent = 63 - magnitude.leadingZeroBitCount  // >= subBucketBits
+        let mantissa = Int((magnitude >> UInt64(exponent - subBucketBits)) & UInt64(subBuckets - 1))
+        return min(subBuckets + (exponent - subBucketBits) * subBuckets + mantissa, bucketCount - 1)
     }
 
     /// Smallest magnitude (µs) that falls into `bucket`.
     static func lowerMagnitude(ofBucket bucket: Int) -> UInt64 {
-        if bucket < 4 { return UInt64(bucket) }
-        let exponent = (bucket - 4) / 4 + 2
-        let mantissa = UInt64((bucket - 4) % 4)
-        return (4 + mantissa) << UInt64(exponent - 2)
+        if bucket < subBuckets { return UInt64(bucket) }
+        let exponent = (bucket - subBuckets) / subBuckets + subBucketBits
+        let mantissa = UInt64((bucket - subBuckets) % subBuckets)
+        return (UInt64(subBuckets) + mantissa) << UInt64(exponent - subBucketBits)
     }
 
     /// The margin (ns, at bucket resolution, rounded towards late but never below the smallest
