@@ -73,7 +73,7 @@ final class InspectCommandTests: XCTestCase {
         XCTAssertEqual(value(after: "Peak:", in: run.output), String(format: "%.2f dBFS", peaks.max()!), run.output)
 
         let rows = channelRows(run.output)
-        XCTAssertEqual(rows.count, 2, run.output)
+        guard rows.count == 2 else { return XCTFail("expected 2 channel rows in:\n\(run.output)") }
         for (row, (rt60, preDelay, peak)) in zip(rows, [(0.8, 0.0, peaks[0]), (1.6, 30.0, peaks[1])]) {
             XCTAssertEqual(row.rt60, rt60, accuracy: 0.1 * rt60, run.output)
             XCTAssertEqual(row.rt60Source, "(T30)", run.output)
@@ -105,6 +105,12 @@ final class InspectCommandTests: XCTestCase {
             let fit = try XCTUnwrap(svg.plots["channel-\(channel)-decay"]?.fits.first)
             XCTAssertEqual(fit.count, 2)
             XCTAssertGreaterThan(fit[1].y, fit[0].y)
+            // Drawn to scale: the plot is 420 x 220 px for the IR's duration x 80 dB, so the line's
+            // slope gives back the printed RT60.
+            let duration = Double(channels[0].count) / rate
+            let secondsPerPixel = duration / 420, decibelsPerPixel = 80.0 / 220
+            let slope = (fit[1].y - fit[0].y) * decibelsPerPixel / ((fit[1].x - fit[0].x) * secondsPerPixel)
+            XCTAssertEqual(60 / slope, rows[channel].rt60, accuracy: 0.02 * rows[channel].rt60, "channel \(channel)")
         }
         XCTAssertEqual(svg.plots.count, 6)
         XCTAssertTrue(svg.title.contains("ir.wav"), svg.title)
