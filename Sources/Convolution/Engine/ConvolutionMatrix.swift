@@ -33,6 +33,7 @@ public enum ConvolutionMatrixError: Error, CustomStringConvertible, Equatable {
     case entryOutOfRange(entry: Int, input: Int, output: Int, inputCount: Int, outputCount: Int)
     case duplicateEntry(input: Int, output: Int)
     case nonFiniteSample(entry: Int, index: Int)
+    case channelMismatch(impulseChannels: Int, audioChannels: Int)
 
     public var description: String {
         switch self {
@@ -45,6 +46,10 @@ public enum ConvolutionMatrixError: Error, CustomStringConvertible, Equatable {
             return "two impulses map input \(input) to output \(output); give one (or sum them)"
         case let .nonFiniteSample(entry, index):
             return "impulse \(entry) has a NaN or infinite sample at index \(index)"
+        case let .channelMismatch(impulseChannels, audioChannels):
+            return "an IR with \(impulseChannels) channels does not fit \(audioChannels) audio channels: give 1 IR channel "
+                + "(used on all), \(audioChannels) (one each)\(audioChannels == 2 ? ", or 4 (true stereo LL, LR, RL, RR)" : ""), "
+                + "or pick one with `channel`"
         }
     }
 }
