@@ -9,7 +9,7 @@ public protocol JobRunner: AnyObject {
 }
 
 public struct JobPoolConfiguration: Sendable {
-    /// Thread name prefix; threads are `<prefix>-<index>` (≤ 15 bytes). Keep `swconv` so `ps -L`,
+    /// Thread name prefix; threads are `<prefix>-helper<index>` (≤ 15 bytes). Keep `swconv` so `ps -L`,
     /// `top -H` and the tests' allocation counter recognise them.
     public var namePrefix = "swconv"
     public var threadCount: ThreadCount = .auto
@@ -79,7 +79,7 @@ public final class JobPool: @unchecked Sendable {
         let started = Semaphore()
         var refusal: Int32 = 0
         for index in 0..<threadCount {
-            let name = String("\(configuration.namePrefix)-\(index)".utf8.prefix(15))!
+            let name = String("\(configuration.namePrefix)-helper\(index)".utf8.prefix(15))!
             let deadline = configuration.deadlineScheduling
             let thread = try factory.createThread(name: name) { [self] in
                 nameCurrentThread(name)
@@ -105,7 +105,7 @@ public final class JobPool: @unchecked Sendable {
             realtimeGranted = refusal == 0
             if refusal != 0 {
                 configuration.warn("real-time scheduling (SCHED_FIFO priority \(priority)) refused for "
-                    + "helper threads '\(configuration.namePrefix)-*': \(String(cString: strerror(refusal))); "
+                    + "helper threads '\(configuration.namePrefix)-helper*': \(String(cString: strerror(refusal))); "
                     + "they run at normal priority, late levels are more likely")
             }
         }

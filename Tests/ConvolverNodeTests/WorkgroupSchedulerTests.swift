@@ -96,7 +96,7 @@ final class WorkgroupSchedulerTests: XCTestCase {
         XCTAssertTrue(scheduler.awaitResult(level: 0, block: 0))
         XCTAssertEqual(runner.table[0], 0)
         let names = try threadNames()
-        XCTAssertTrue(names.contains("swconv-0"), "threads: \(names)")
+        XCTAssertTrue(names.contains("swconv-helper0"), "threads: \(names)")
         if getuid() == 0 {
             XCTAssertTrue(scheduler.statistics().realtime, "warnings: \(warnings.messages)")
             XCTAssertEqual(runner.helperPolicy.load(ordering: .relaxed), Int(SCHED_FIFO))

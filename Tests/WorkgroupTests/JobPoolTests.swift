@@ -169,7 +169,7 @@ final class JobPoolTests: XCTestCase {
         let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
             try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
         }.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
-        XCTAssertTrue(names.contains("swconv-0") && names.contains("swconv-1"), "threads: \(names)")
+        XCTAssertTrue(names.contains("swconv-helper0") && names.contains("swconv-helper1"), "threads: \(names)")
         let start = monotonicNanos()
         pool.post(queue: 0, sequence: 0, start: start, deadline: start + 1_000_000_000)
         XCTAssertTrue(pool.awaitCompletion(queue: 0, sequence: 0, until: .max))
