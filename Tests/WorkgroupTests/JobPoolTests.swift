@@ -105,6 +105,45 @@ final class JobPoolTests: XCTestCase {
         XCTAssertEqual(pool.workgroup.members, 0, "stop() releases every helper")
     }
 
+    func testShortWaitLimitsUnderContentionStrandNoJob() throws {
+        // Many tiny waits that often give up: every job still runs once, in order, and the pool
+        // never stalls with work pending (a stranded job would leave pendingJobs > 0 forever).
+        let queueCount = 3, jobsPerQueue = 4000
+        let runner = RecordingRunner(queueCount: queueCount, capacity: jobsPerQueue)
+        for queue in 0..<queueCount {  // every 7th job takes 100 µs: waits of 0-20 µs give up on it
+            for sequence in stride(from: queue, to: jobsPerQueue, by: 7) {
+                runner.injectedDelays[RecordingRunner.key(queue: queue, sequence: sequence)] = 100
+            }
+        }
+        let pool = try makePool(queues: queueCount, runner: runner, threads: 2, priority: nil)
+        defer { pool.stop() }
+        var generator = SystemRandomNumberGenerator()
+        var gaveUp = [Int](repeating: 0, count: queueCount)
+        for sequence in 0..<jobsPerQueue {
+            for queue in 0..<queueCount {
+                let now = monotonicNanos()
+                XCTAssertTrue(pool.post(queue: queue, sequence: sequence, start: now, deadline: now + 1_000_000))
+                if !pool.awaitCompletion(queue: queue, sequence: sequence,
+                                         until: now + UInt64.random(in: 0...20_000, using: &generator)) {
+                    gaveUp[queue] += 1
+                }
+            }
+            if pool.pendingJobs(queue: 0) > 100 { pool.waitUntilIdle() }
+        }
+        let limit = monotonicNanos() + 20_000_000_000
+        while (0..<queueCount).contains(where: { pool.pendingJobs(queue: $0) > 0 }) && monotonicNanos() < limit {
+            usleep(1000)
+        }
+        for queue in 0..<queueCount {
+            XCTAssertEqual(pool.pendingJobs(queue: queue), 0, "queue \(queue) stalled with work pending")
+            XCTAssertEqual(runner.ran(queue: queue), Array(0..<jobsPerQueue), "queue \(queue)")
+            XCTAssertEqual(pool.lateResults(queue: queue), gaveUp[queue])
+            XCTAssertEqual(pool.droppedJobs(queue: queue), 0)
+        }
+        XCTAssertEqual(runner.overlaps.load(ordering: .relaxed), 0)
+        XCTAssertGreaterThan(gaveUp.reduce(0, +), 0, "no wait gave up: the test did not exercise late results")
+    }
+
     func testInjectedDelaysAreCountedLateExactlyAndTheWaitIsBounded() throws {
         let jobCount = 12
         let delayed: Set<Int> = [3, 8]
