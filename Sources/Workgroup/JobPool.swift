@@ -15,6 +15,7 @@ public struct JobPoolConfiguration: Sendable {
     public var threadCount: ThreadCount = .auto
     /// SCHED_FIFO priority of the helpers; nil: leave them at normal priority.
     /// Default 87: one below PipeWire's data thread (module-rt's default rt.prio 88).
+    /// With `threadCount = .perLevel`, the helper of queue `k` gets this minus `k` (at least 1).
     public var realtimePriority: Int32? = 87
     /// Ask for SCHED_DEADLINE first (falls back to `realtimePriority` if refused).
     public var deadlineScheduling: DeadlineScheduling?
@@ -37,11 +38,16 @@ public struct JobPoolConfiguration: Sendable {
 /// looks again from the most urgent queue. Jobs are never dropped while the ring has room; a helper
 /// that falls behind makes results late, not lost.
 ///
+/// With `ThreadCount.perLevel`, helper `k` serves only queue `k`, woken by that queue's own
+/// semaphore, at a priority falling with `k`.
+///
 /// Helpers keep the pool alive until `stop()`, which the owner must call.
 public final class JobPool: @unchecked Sendable {
     public let workgroup: Workgroup
     public let queueCount: Int
     public let threadCount: Int
+    /// One helper per queue (`ThreadCount.perLevel`).
+    public let dedicatedHelpers: Bool
     /// Per queue: intervals, late finishes, margins, busy time of its jobs.
     public let queueStatistics: [IntervalStatistics]
     /// Whether every helper got SCHED_FIFO (false also when not requested).
@@ -63,7 +69,8 @@ public final class JobPool: @unchecked Sendable {
         self.queueCount = queueCount
         self.runner = runner
         self.factory = factory
-        threadCount = configuration.threadCount.resolved
+        threadCount = configuration.threadCount.resolved(levelCount: queueCount)
+        dedicatedHelpers = configuration.threadCount == .perLevel
         workgroup = Workgroup(name: configuration.namePrefix)
         queues = (0..<queueCount).map { _ in JobQueue(capacity: configuration.queueCapacity) }
         queueStatistics = queues.map(\.statistics)
@@ -89,7 +96,7 @@ public final class JobPool: @unchecked Sendable {
                 }
                 let token = try? workgroup.join()
                 started.post()
-                helperLoop()
+                if dedicatedHelpers { dedicatedHelperLoop(queue: index) } else { helperLoop() }
                 if let token { try? workgroup.leave(token) }
             }
             threads.append(thread)
@@ -98,8 +105,8 @@ public final class JobPool: @unchecked Sendable {
         deadlineGranted = configuration.deadlineScheduling != nil
             && deadlineResults.load(ordering: .relaxed) == threadCount
         if !deadlineGranted, let priority = configuration.realtimePriority {
-            for thread in threads {
-                let result = factory.acquireRealtime(thread, priority: priority)
+            for (index, thread) in threads.enumerated() {
+                let result = factory.acquireRealtime(thread, priority: dedicatedHelpers ? max(priority - Int32(index), 1) : priority)
                 if result != 0 { refusal = result }
             }
             realtimeGranted = refusal == 0
@@ -115,6 +122,20 @@ public final class JobPool: @unchecked Sendable {
     private func helperLoop() {
         while workgroup.waitForWork() {
             runPendingJobs()
+        }
+    }
+
+    /// Dedicated helper of one queue: wait on the queue's own semaphore, run its jobs in order.
+    private func dedicatedHelperLoop(queue index: Int) {
+        let queue = queues[index]
+        while true {
+            queue.work.wait()
+            if workgroup.isCancelled { return }
+            // The only helper of this queue: the claim never fails; kept for the shared code path.
+            while queue.hasPending && queue.claim() {
+                _ = runNextJob(of: queue, index: index)
+                queue.release()
+            }
         }
     }
 
@@ -169,7 +190,7 @@ public final class JobPool: @unchecked Sendable {
         queue.starts[slot] = start
         queue.deadlines[slot] = max(deadline, start &+ 1)
         queue.posted.store(posted + 1, ordering: .sequentiallyConsistent)
-        workgroup.signalWork()
+        if dedicatedHelpers { queue.work.post() } else { workgroup.signalWork() }
         return true
     }
 
@@ -225,6 +246,7 @@ public final class JobPool: @unchecked Sendable {
     /// not run. Not real-time safe. Idempotent.
     public func stop() {
         workgroup.cancel()
+        if dedicatedHelpers { for queue in queues { queue.work.post() } }
         for thread in threads { factory.joinThread(thread) }
         threads.removeAll()
     }
@@ -241,6 +263,8 @@ final class JobQueue: @unchecked Sendable {
     let lateResults = Atomic<Int>(0)
     let droppedJobs = Atomic<Int>(0)
     let done = Semaphore()
+    /// Wakes this queue's dedicated helper (`ThreadCount.perLevel` only).
+    let work = Semaphore()
     let statistics = IntervalStatistics()
     // SAFETY: `capacity` elements each, allocated here and freed in deinit. Slot `i % capacity` is
     // written by the posting thread before `posted` is published past `i` (seq-cst store) and read

@@ -1,21 +1,27 @@
 import Glibc
 
-/// How many helper threads: `auto` = online cores − 1 (at least 1), or a fixed count.
+/// How many helper threads: `auto` = online cores − 1 (at least 1), a fixed count, or
+/// `perLevel`: one dedicated helper per level (queue), with SCHED_FIFO priority falling by one per
+/// level (zita-convolver's layout), so a longer level's job never delays a shorter one's.
 public enum ThreadCount: Sendable, Equatable, CustomStringConvertible {
     case auto
     case fixed(Int)
+    case perLevel
 
-    /// Parses `auto` or a positive integer (the `--threads` / `workgroup.threads` value).
+    /// Parses `auto`, `levels` or a positive integer (the `--threads` / `workgroup.threads` value).
     public init?(argument: String) {
         if argument == "auto" { self = .auto; return }
+        if argument == "levels" { self = .perLevel; return }
         guard let count = Int(argument), count >= 1 else { return nil }
         self = .fixed(count)
     }
 
-    public var resolved: Int {
+    /// The number of helpers for `levelCount` levels.
+    public func resolved(levelCount: Int) -> Int {
         switch self {
         case .auto: max(sysconf(Int32(_SC_NPROCESSORS_ONLN)) - 1, 1)
         case .fixed(let count): max(count, 1)
+        case .perLevel: max(levelCount, 1)
         }
     }
 
@@ -23,6 +29,7 @@ public enum ThreadCount: Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .auto: "auto"
         case .fixed(let count): "\(count)"
+        case .perLevel: "levels"
         }
     }
 }

@@ -15,6 +15,8 @@ final class RecordingRunner: JobRunner, @unchecked Sendable {
     let ranSequences: UnsafeMutablePointer<Int>
     let ranCounts: UnsafeMutablePointer<Atomic<Int>>
     let activeJobs: UnsafeMutablePointer<Atomic<Int>>
+    /// SCHED_FIFO priority (or 0) of the helper that ran each queue's first job; -1 before.
+    let priorityByQueue: UnsafeMutablePointer<Atomic<Int>>
     let overlaps = Atomic<Int>(0)
     /// Microseconds to sleep in job (queue, sequence); read-only once jobs run.
     var injectedDelays: [Int: UInt32] = [:]
@@ -29,9 +31,11 @@ final class RecordingRunner: JobRunner, @unchecked Sendable {
         ranSequences = .allocate(capacity: queueCount * capacity)
         ranCounts = .allocate(capacity: queueCount)
         activeJobs = .allocate(capacity: queueCount)
+        priorityByQueue = .allocate(capacity: queueCount)
         for queue in 0..<queueCount {
             (ranCounts + queue).initialize(to: Atomic(0))
             (activeJobs + queue).initialize(to: Atomic(0))
+            (priorityByQueue + queue).initialize(to: Atomic(-1))
         }
     }
 
@@ -40,6 +44,9 @@ final class RecordingRunner: JobRunner, @unchecked Sendable {
     func runJob(queue: Int, sequence: Int) {
         if activeJobs[queue].wrappingAdd(1, ordering: .sequentiallyConsistent).newValue > 1 {
             overlaps.wrappingAdd(1, ordering: .relaxed)
+        }
+        if priorityByQueue[queue].load(ordering: .relaxed) < 0 {
+            priorityByQueue[queue].store(Int(currentThreadScheduling().priority), ordering: .relaxed)
         }
         if firstJobPolicy.load(ordering: .relaxed) < 0 {
             let scheduling = currentThreadScheduling()
@@ -205,9 +212,7 @@ final class JobPoolTests: XCTestCase {
         let warnings = ThreadSafeBox<[String]>([])
         let pool = try makePool(queues: 1, runner: runner, threads: 2, warnings: warnings, priority: 12)
         defer { pool.stop() }
-        let names = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
-            try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
-        }.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        let names = try threadNames()
         XCTAssertTrue(names.contains("swconv-helper0") && names.contains("swconv-helper1"), "threads: \(names)")
         let start = monotonicNanos()
         pool.post(queue: 0, sequence: 0, start: start, deadline: start + 1_000_000_000)
@@ -218,6 +223,44 @@ final class JobPoolTests: XCTestCase {
             XCTAssertEqual(runner.firstJobPriority.load(ordering: .relaxed), 12)
             XCTAssertEqual(warnings.value, [])
         }
+    }
+
+    func testPerLevelHelpersServeOneQueueEachAtFallingPriorities() throws {
+        let queueCount = 3, jobsPerQueue = 200
+        let runner = RecordingRunner(queueCount: queueCount, capacity: jobsPerQueue)
+        runner.injectedDelays[RecordingRunner.key(queue: 2, sequence: 0)] = 300_000  // a slow long level
+        var configuration = JobPoolConfiguration()
+        configuration.threadCount = .perLevel
+        configuration.realtimePriority = 12
+        let pool = try JobPool(queueCount: queueCount, runner: runner, configuration: configuration)
+        defer { pool.stop() }
+        XCTAssertEqual(pool.threadCount, queueCount)
+        XCTAssertTrue(pool.dedicatedHelpers)
+        let start = monotonicNanos()
+        pool.post(queue: 2, sequence: 0, start: start, deadline: start + 1_000_000_000)
+        // While queue 2's helper sleeps in its job, queues 0 and 1 are served by their own helpers.
+        for sequence in 0..<jobsPerQueue {
+            for queue in 0..<2 {
+                let now = monotonicNanos()
+                pool.post(queue: queue, sequence: sequence, start: now, deadline: now + 1_000_000_000)
+                XCTAssertTrue(pool.awaitCompletion(queue: queue, sequence: sequence, until: now + 5_000_000_000))
+            }
+        }
+        XCTAssertEqual(pool.pendingJobs(queue: 2), 1, "queue 2's slow job should still be running")
+        for sequence in 1..<jobsPerQueue {
+            let now = monotonicNanos()
+            pool.post(queue: 2, sequence: sequence, start: now, deadline: now + 1_000_000_000)
+        }
+        XCTAssertTrue(pool.awaitCompletion(queue: 2, sequence: jobsPerQueue - 1, until: .max))
+        for queue in 0..<queueCount { XCTAssertEqual(runner.ran(queue: queue), Array(0..<jobsPerQueue)) }
+        let names = try threadNames()
+        XCTAssertTrue(["swconv-helper0", "swconv-helper1", "swconv-helper2"].allSatisfy(names.contains), "\(names)")
+        if getuid() == 0 {
+            XCTAssertTrue(pool.realtimeGranted)
+            XCTAssertEqual((0..<queueCount).map { runner.priorityByQueue[$0].load(ordering: .relaxed) }, [12, 11, 10])
+        }
+        pool.stop()
+        XCTAssertEqual(pool.workgroup.members, 0, "stop() releases dedicated helpers too")
     }
 
     func testRefusedRealtimeGivesOneWarningAndStillWorks() throws {
@@ -271,4 +314,10 @@ final class JobPoolTests: XCTestCase {
         allocation_counter_arm(0)
         XCTAssertEqual(allocation_counter_allocations(), Int64(queueCount))
     }
+}
+
+func threadNames() throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+        try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+    }.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
 }

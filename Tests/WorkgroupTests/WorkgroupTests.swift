@@ -196,8 +196,11 @@ final class WorkgroupSemanticsTests: XCTestCase {
 
     func testThreadCountAutoIsOnlineCoresMinusOne() {
         let cores = sysconf(Int32(_SC_NPROCESSORS_ONLN))
-        XCTAssertEqual(ThreadCount.auto.resolved, max(cores - 1, 1))
+        XCTAssertEqual(ThreadCount.auto.resolved(levelCount: 5), max(cores - 1, 1))
+        XCTAssertEqual(ThreadCount.perLevel.resolved(levelCount: 5), 5)
+        XCTAssertEqual(ThreadCount.fixed(3).resolved(levelCount: 5), 3)
         XCTAssertEqual(ThreadCount(argument: "auto"), .auto)
+        XCTAssertEqual(ThreadCount(argument: "levels"), .perLevel)
         XCTAssertEqual(ThreadCount(argument: "3"), .fixed(3))
         XCTAssertNil(ThreadCount(argument: "0"))
         XCTAssertNil(ThreadCount(argument: "many"))
