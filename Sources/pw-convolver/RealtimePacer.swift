@@ -105,6 +105,24 @@ enum RealtimePacer {
         return (inline, workgroup)
     }
 
+    /// `bench --threads`: every case paced inline and on the workgroup, one result line and the
+    /// scheduler's per-level report each. `matrix(irSeconds, channels)` builds the case's IRs.
+    static func runBench(irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
+                         threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0,
+                         deadlineScheduling: Bool = false,
+                         matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix) throws {
+        for length in irSeconds {
+            let caseMatrix = matrix(length, channels)
+            for block in blocks {
+                let result = try compare(matrix: caseMatrix, configuration: .init(expectedBlockSize: block),
+                                         blockSize: block, seconds: seconds, sampleRate: sampleRate, threads: threads,
+                                         deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
+                print(format(result, label: String(format: "IR %4.1f s x%d, block %5d", length, channels, block)))
+                print("    " + result.workgroup.schedulerReport.replacingOccurrences(of: "\n", with: "\n    "))
+            }
+        }
+    }
+
     /// One text line per case for the bench: inline vs workgroup.
     static func format(_ result: (inline: PacedRunResult, workgroup: PacedRunResult), label: String) -> String {
         let inline = result.inline, workgroup = result.workgroup
