@@ -5,12 +5,19 @@ import CConvolverShims
 import CPipeWire
 import Convolution
 import Foundation
+import Workgroup
 
 /// One convolver node on a PipeWire core. Lives on the main loop thread: create, use and
 /// `destroy()` it there. The data thread only runs `RealtimeProcessor.process`.
 public final class ConvolverFilterNode {
     public private(set) var configuration: NodeConfiguration
     private let loop: UnsafeMutablePointer<pw_loop>
+    /// For the helper threads' RT policy (module-rt of this context).
+    private let context: OpaquePointer?
+    /// The newest engine built (a second reference, for statistics on the main loop).
+    private var newestSlot: EngineSlot?
+    /// Late levels of engines already replaced.
+    private var lateLevelsOfReplacedEngines = 0
     private var filter: OpaquePointer?
     /// PipeWire keeps pointers to the hook and event tables: both outlive the filter.
     private let filterListener: UnsafeMutablePointer<spa_hook>
@@ -31,9 +38,10 @@ public final class ConvolverFilterNode {
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
     /// makes the node rebuild), creates the filter and its ports and connects it.
-    public init(core: OpaquePointer, loop: UnsafeMutablePointer<pw_loop>, configuration: NodeConfiguration,
-                sampleRate: Int, expectedBlockSize: Int) throws(ConvolverNodeError) {
+    public init(core: OpaquePointer, context: OpaquePointer?, loop: UnsafeMutablePointer<pw_loop>,
+                configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int) throws(ConvolverNodeError) {
         self.configuration = configuration
+        self.context = context
         self.loop = loop
         self.expectedBlockSize = expectedBlockSize
         controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
@@ -41,9 +49,11 @@ public final class ConvolverFilterNode {
         filterListener = .allocate(capacity: 1)
         filterListener.initialize(to: spa_hook())
 
-        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
+        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
+                                              context: context)
         newestRate = sampleRate
         newestPlan = slot.planDescription
+        newestSlot = slot
         realtime.activeEngine = Unmanaged.passRetained(slot).toOpaque()
 
         do {
@@ -138,6 +148,7 @@ public final class ConvolverFilterNode {
             if let pointer { Self.free(pointer) }
         }
         realtime.activeEngine = nil
+        newestSlot = nil
     }
 
     private static func free(_ slotPointer: UnsafeMutableRawPointer) {
@@ -150,9 +161,12 @@ public final class ConvolverFilterNode {
     /// Builds an engine for `sampleRate` with `configuration` and hands it to the data thread.
     /// Slow (IR load, resampling, planning); runs on the main loop, never on the data thread.
     private func installEngine(configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) {
-        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
+        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
+                                              context: context)
         newestRate = sampleRate
         newestPlan = slot.planDescription
+        if let previous = newestSlot { lateLevelsOfReplacedEngines += previous.scheduler.statistics().lateLevels }
+        newestSlot = slot
         if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
             Self.free(unused)   // the data thread never took it
         }
@@ -217,11 +231,15 @@ public final class ConvolverFilterNode {
     private func publishStatistics() {
         guard let filter else { return }
         let busy = realtime.statistics.drainBusy()
+        let helpers = newestSlot?.scheduler.statistics()
+        let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"
         var values: [String: String] = [
             "convolver.calls": "\(realtime.statistics.calls.load(ordering: .relaxed))",
             "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
-            "convolver.late-levels": "0",
-            "convolver.helper-margin-p99-us": "0",
+            "convolver.late-levels": "\(lateLevelsOfReplacedEngines + (helpers?.lateLevels ?? 0))",
+            "convolver.helper-margin-p99-us": marginP99,
+            "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
+            "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
             "convolver.rate": "\(newestRate)",
             "convolver.plan": newestPlan,
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",

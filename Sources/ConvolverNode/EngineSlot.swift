@@ -2,18 +2,22 @@
 // Built off the real-time thread; handed to the data thread through RealtimeProcessor's atomics.
 import Convolution
 import Foundation
+import Workgroup
 
 /// One ready-to-run engine with what the data thread needs beside it.
 final class EngineSlot {
     let engine: ConvolutionEngine
+    /// Runs the engine's tail levels on real-time helpers; `beginCycle` before each call.
+    let scheduler: WorkgroupLevelScheduler
     let sampleRate: Int
     /// Per-sample coefficient of the one-pole smoother for gain/mix/bypass at this rate (~5 ms).
     let smoothingCoefficient: Float
     /// For the node's `convolver.plan` property.
     let planDescription: String
 
-    init(engine: ConvolutionEngine, sampleRate: Int, planDescription: String) {
+    init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String) {
         self.engine = engine
+        self.scheduler = scheduler
         self.sampleRate = sampleRate
         self.smoothingCoefficient = Float(1 - exp(-1 / (0.005 * Double(sampleRate))))
         self.planDescription = planDescription
@@ -26,18 +30,26 @@ final class EngineSlot {
 enum EngineFactory {
     /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
     /// Slow (file I/O, resampling, FFT planning): never on the data thread.
-    static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int,
-                         expectedBlockSize: Int) throws(ConvolverNodeError) -> EngineSlot {
+    /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
+    static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
+                         context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
         let matrix = try makeMatrix(configuration, sampleRate: sampleRate)
         let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
                                                       maxPartitionSize: configuration.maxPartitionSize)
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
+        schedulerConfiguration.threadCount = configuration.workgroupThreads
+        if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
+        schedulerConfiguration.sampleRate = Double(sampleRate)
+        schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
+        let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
+        let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
         let engine: ConvolutionEngine
         do {
-            engine = try ConvolutionEngine(matrix: matrix, configuration: engineConfiguration, scheduler: InlineScheduler())
+            engine = try ConvolutionEngine(matrix: matrix, configuration: engineConfiguration, scheduler: scheduler)
         } catch {
             throw .engine("\(error)")
         }
-        return EngineSlot(engine: engine, sampleRate: sampleRate, planDescription: "\(engine.plan)")
+        return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)")
     }
 
     static func makeMatrix(_ configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {

@@ -79,7 +79,7 @@ public final class ConvolverModuleInstance {
         let quantum = properties.flatMap { pw_properties_get($0, "default.clock.quantum") }.flatMap { Int(String(cString: $0)) } ?? 256
         do {
             guard let core else { throw ConvolverNodeError.pipeWire(call: "pw_context_connect", errno: EPIPE) }
-            node = try ConvolverFilterNode(core: core, loop: pw_context_get_main_loop(context), configuration: configuration,
+            node = try ConvolverFilterNode(core: core, context: context, loop: pw_context_get_main_loop(context), configuration: configuration,
                                            sampleRate: rate, expectedBlockSize: quantum)
         } catch let error as ConvolverNodeError {
             teardown()

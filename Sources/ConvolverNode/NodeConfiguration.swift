@@ -1,3 +1,5 @@
+import Workgroup
+
 /// Everything that configures one convolver node: the module's arguments and `pw-convolver run`'s
 /// options are both read into this type, with the same keys, defaults, limits and errors.
 ///
@@ -42,9 +44,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var resampleQuality = 4
     /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
     public var impulses: [Impulse] = []
-    /// Helper thread count; nil = auto (online cores − 1, at least 1).
-    public var workgroupThreads: Int?
-    /// SCHED_FIFO priority of the helpers; 0 = just below the data thread.
+    /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.
+    public var workgroupThreads: ThreadCount = .auto
+    /// SCHED_FIFO priority of the helpers; 0 = just below the data thread (module-rt's 88 − 1).
     public var workgroupPriority = 0
     /// Largest partition (level block) size, a power of two.
     public var maxPartitionSize = 16384
@@ -104,8 +106,14 @@ public struct NodeConfiguration: Sendable, Equatable {
                 for (subkey, subvalue) in try object(value, key) {
                     switch subkey {
                     case "threads":
-                        configuration.workgroupThreads = subvalue.text == "auto"
-                            ? nil : try integer(subvalue, "workgroup.threads", 1...threadLimit)
+                        guard let text = subvalue.text, let count = ThreadCount(argument: text) else {
+                            throw NodeConfigurationError(key: "workgroup.threads",
+                                message: "'\(subvalue.text ?? "(not a value)")' is not auto, levels or a thread count")
+                        }
+                        if case let .fixed(threads) = count, threads > threadLimit {
+                            throw NodeConfigurationError(key: "workgroup.threads", message: "\(threads) is outside 1...\(threadLimit)")
+                        }
+                        configuration.workgroupThreads = count
                     case "rt.prio": configuration.workgroupPriority = try integer(subvalue, "workgroup.rt.prio", 0...99)
                     default: warnings.append("unknown key 'workgroup.\(subkey)' ignored")
                     }

@@ -1,5 +1,4 @@
 // Lock-free statistics of the data thread, read once a second by the main loop.
-import Glibc
 import Synchronization
 
 /// Written only by the data thread, read by the main loop. Per-call busy times go into a ring
@@ -49,10 +48,3 @@ final class ProcessStatistics {
     }
 }
 
-/// CLOCK_MONOTONIC in nanoseconds (the time base of `spa_io_clock.nsec`). Real-time safe (vDSO).
-@inline(__always)
-func monotonicNanos() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
-}

@@ -4,6 +4,7 @@ import CConvolverShims
 import CPipeWire
 import Convolution
 import Synchronization
+import Workgroup
 
 /// State shared between the main loop (which builds engines and sets controls) and the data thread
 /// (which runs `process`). The data thread never waits on the main loop: engines travel through
@@ -47,6 +48,9 @@ final class RealtimeProcessor {
     var wakeSource: UnsafeMutablePointer<spa_source>?
 
     let statistics = ProcessStatistics()
+    /// Share of the call's period the data thread may spend waiting for helper results; the rest
+    /// is the safety margin for the rest of the graph.
+    static let waitFraction = 0.75
 
     init(channelCount: Int, controls: LiveControls) {
         self.channelCount = channelCount
@@ -119,6 +123,10 @@ final class RealtimeProcessor {
                     mismatchedRate.store(graphRate, ordering: .relaxed)
                     wakeMainLoop()
                 }
+                // Helpers' results may be awaited until 75% of this call's period has passed.
+                let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
+                slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
+                                          sampleRate: Double(max(graphRate, 1)))
                 slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(outputBuffers),
                                     frameCount: frameCount)
                 mixDryWet(frameCount: frameCount, coefficient: slot.smoothingCoefficient)

@@ -34,7 +34,7 @@ public enum StandaloneClient {
 
         let node: ConvolverFilterNode
         do {
-            node = try ConvolverFilterNode(core: core, loop: loop, configuration: configuration,
+            node = try ConvolverFilterNode(core: core, context: context, loop: loop, configuration: configuration,
                                            sampleRate: sampleRate, expectedBlockSize: 256)
         } catch {
             session.removeCoreHooks()

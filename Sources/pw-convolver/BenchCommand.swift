@@ -1,4 +1,5 @@
 import Convolution
+import Workgroup
 import Foundation
 
 /// `pw-convolver bench`: times the engine on synthetic stereo IRs, beside a uniformly partitioned
@@ -8,6 +9,7 @@ enum BenchCommand: Command {
     static let summary = "benchmark the engine against a uniformly partitioned one"
     static let usage = """
     Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S]
+                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--deadline 1]
 
     Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
     and prints per case: CPU per second of audio (% of one core), p99 and worst time of one call (µs),
@@ -16,17 +18,36 @@ enum BenchCommand: Command {
       --ir-seconds L    IR lengths in seconds, comma-separated (default 1,3,10)
       --blocks L        call sizes in frames, comma-separated (default 64,256,1024)
       --seconds S       seconds of audio per case (default 10; the uniform engine runs at most 3)
+      --threads T       run the levels on the workgroup's helper threads (auto = cores - 1, levels =
+                        one per level, or N), paced in real time like a driver from a SCHED_FIFO
+                        thread, beside the inline engine in the same run: worst/p99 data-thread
+                        time per call, CPU of all threads, late levels, helpers' deadline margin
+      --channels N      channels (one IR each) with --threads (default 2)
+      --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
+      --deadline 1      try SCHED_DEADLINE for the helpers with --threads
     """
 
     static let sampleRate = 48000.0
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds"])
+        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--deadline"])
         let json = options.flag("--json")
         let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
         let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
         let seconds = try options.double("--seconds") ?? 10
+        let threads = try options.string("--threads").map { value in
+            guard let count = ThreadCount(argument: value) else { throw UsageError("--threads: '\(value)' is not 'auto', 'levels' or a positive integer") }
+            return count
+        }
+        let channels = try options.integer("--channels") ?? 2
+        let inlineLevels = try options.integer("--inline-levels", in: 0...16) ?? 0
+        let deadline = options.string("--deadline") == "1"
         try options.finish()
+        if let threads {
+            return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
+                                              threads: threads, channels: channels, inlineLevelCount: inlineLevels,
+                                              deadlineScheduling: deadline, matrix: syntheticStereoMatrix)
+        }
 
         for length in irSeconds {
             let matrix = syntheticStereoMatrix(seconds: length)
@@ -51,14 +72,14 @@ enum BenchCommand: Command {
     }
 
     /// Decaying stereo noise (60 dB over the length), independent channels: a stand-in hall.
-    static func syntheticStereoMatrix(seconds: Double) -> ConvolutionMatrix {
+    static func syntheticStereoMatrix(seconds: Double, channels: Int = 2) -> ConvolutionMatrix {
         let length = Int(seconds * sampleRate)
         var generator = SystemRandomNumberGenerator()
         func impulse() -> [Float] {
             (0..<length).map { n in Float.random(in: -1...1, using: &generator) * Float(pow(10, -3 * Double(n) / Double(length))) }
         }
-        return ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: impulse()), .init(input: 1, output: 1, impulse: impulse())])
+        return ConvolutionMatrix(inputCount: channels, outputCount: channels,
+                                 entries: (0..<channels).map { .init(input: $0, output: $0, impulse: impulse()) })
     }
 
     struct Measurement {

@@ -3,7 +3,10 @@ import Foundation
 import XCTest
 
 /// The module loaded by a `pipewire -c` client process into a private headless daemon; audio from
-/// pw-play through the node into pw-record, compared with numpy's convolution.
+/// pw-play through the node into pw-record, compared with numpy's convolution of what the node
+/// received (a second pw-record on pw-play's ports, in the same cycles). Comparing with the
+/// file itself would also test pw-play: on this VM it now and then delivers one quantum out of
+/// place (seen as a 256-sample glitch with the lag unchanged), and it shifts at quantum changes.
 final class ModuleAudioTests: XCTestCase {
     private var daemon: PrivatePipeWire!
     private let positions = ["FL", "FR"]
@@ -21,7 +24,11 @@ final class ModuleAudioTests: XCTestCase {
 
     private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
 
+    /// The node the current test runs (for its statistics in the test log).
+    private var nodeUnderTest = ""
+
     private func startNode(_ name: String, arguments: String) throws -> BackgroundProcess {
+        nodeUnderTest = name
         let client = try ModuleClient.start(daemon, name: name,
                                             arguments: "node.name = \(name) audio.position = [ FL FR ] \(arguments)")
         do {
@@ -36,6 +43,10 @@ final class ModuleAudioTests: XCTestCase {
     @discardableResult
     private func assertMatches(input: String, impulse: String?, recording: String, wet: Double, dry: Double,
                                file: StaticString = #filePath, line: UInt = #line) throws -> [Int] {
+        if let node = try? daemon.nodeProperties(nodeUnderTest) {
+            let statistics = node.properties.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
+            print("node statistics: " + statistics.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        }
         let results = try NumpyReference.compare(input: input, impulse: impulse, recording: recording,
                                                  wet: wet, dry: dry, workDirectory: daemon.runtimeDirectory)
         XCTAssertEqual(results.count, positions.count, file: file, line: line)
@@ -64,8 +75,9 @@ final class ModuleAudioTests: XCTestCase {
         let client = try startNode("conv-synth", arguments: "filename = \"\(path("ir.wav"))\"")
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-synth", positions: positions)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth")
-        try assertMatches(input: path("input.wav"), impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth",
+                 inputRecordingPath: path("rec-in.wav"))
+        try assertMatches(input: path("rec-in.wav"), impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
     func testBuiltinHallMatchesReference() throws {
@@ -76,8 +88,9 @@ final class ModuleAudioTests: XCTestCase {
         let client = try startNode("conv-hall", arguments: "filename = builtin:hall")
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-hall", positions: positions)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall")
-        try assertMatches(input: path("input.wav"), impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall",
+                 inputRecordingPath: path("rec-in.wav"))
+        try assertMatches(input: path("rec-in.wav"), impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
     /// 64 → 256 → 1024 → 128 while playing: the output equals the convolution of what the node

@@ -32,3 +32,10 @@ int cpw_core_add_listener(struct pw_core *core, struct spa_hook *listener,
 
 /// `pw_log_*` are macros over the varargs `pw_log_logt`: logs one preformatted message.
 void cpw_log(enum spa_log_level level, const char *message);
+
+#include <stdint.h>
+
+/// Puts the calling thread under SCHED_DEADLINE (runtime ≤ deadline ≤ period, ns).
+/// Returns 0 or an errno value. Why C: glibc 2.36 has no `sched_setattr` wrapper and `syscall`
+/// is variadic, which Swift cannot call. Can go once glibc ≥ 2.41 (`sched_setattr`) is the floor.
+int swconv_set_deadline_scheduling(uint64_t runtime_ns, uint64_t deadline_ns, uint64_t period_ns);

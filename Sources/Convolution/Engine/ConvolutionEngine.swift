@@ -70,13 +70,16 @@ public final class ConvolutionEngine: LevelJobRunner {
             }
             head.process(inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
                          count: length, routing: routing)
-            for (index, level) in tails.enumerated() {
+            // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
+            for index in tails.indices {
+                let level = tails[index]
                 level.mixResult(into: outputs, outputOffset: done, count: length, at: position,
                                 scheduler: scheduler, schedulerLevel: index, outputCount: outputCount)
             }
             position += length
             done += length
-            for (index, level) in tails.enumerated() where position % level.blockSize == 0 {
+            for index in tails.indices where position % tails[index].blockSize == 0 {
+                let level = tails[index]
                 let block = position / level.blockSize - 1
                 scheduler.post(level: index, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
             }
