@@ -54,8 +54,16 @@ enum TestSignals {
 /// expected signal after that lag.
 enum NumpyReference {
     struct ChannelResult: Decodable {
+        /// Recording frame of expected frame 0, found by cross-correlation at the start…
         var lag: Int
+        /// …and again over the last second of the signal: equal when nothing was dropped or repeated.
+        var endLag: Int
+        /// Error energy over expected energy, all compared frames.
         var errorDB: Double
+        /// The same, outside the glitch windows.
+        var cleanErrorDB: Double
+        /// Runs of wrong samples (> 1e-4 off; gaps under 256 frames merged): [start, length].
+        var glitches: [[Int]]
         var comparedFrames: Int
         var expectedFrames: Int
     }
@@ -71,6 +79,12 @@ enum NumpyReference {
         rate, data = wavfile.read(path)
         data = np.asarray(data, dtype=np.float64)
         return data.reshape(len(data), -1)
+    def find_lag(got, probe, offset):
+        n = 1 << int(np.ceil(np.log2(len(got) + len(probe))))
+        corr = np.fft.irfft(np.fft.rfft(got, n) * np.conj(np.fft.rfft(probe, n)), n)[: len(got)]
+        return int(np.argmax(np.abs(corr))) - offset
+    def db(num, den):
+        return float(10 * np.log10(max(num, 1e-300) / max(den, 1e-300)))
     x = load(inp); r = load(rec)
     h = load(ir) if ir != "none" else np.ones((1, x.shape[1]))
     out = []
@@ -79,16 +93,25 @@ enum NumpyReference {
         expected = wet * fftconvolve(x[:, c], hc) if wet != 0 else np.zeros(len(x) + len(hc) - 1)
         expected[:len(x)] += dry * x[:, c]
         got = r[:, c]
-        # Lag: cross-correlate the recording with the start of the expected signal.
-        probe = expected[: min(len(expected), 48000)]
-        n = 1 << int(np.ceil(np.log2(len(got) + len(probe))))
-        corr = np.fft.irfft(np.fft.rfft(got, n) * np.conj(np.fft.rfft(probe, n)), n)[: len(got)]
-        lag = int(np.argmax(np.abs(corr)))
-        m = min(len(expected), len(got) - lag)
+        active = np.nonzero(np.abs(x[:, c]) > 0)[0]   # the input's noise, not the IR's quiet tail
+        first, last = int(active[0]), int(active[-1])
+        lag = find_lag(got, expected[: first + 48000], 0)
+        tail_start = max(first, last - 48000)
+        end_lag = find_lag(got, expected[tail_start: last], tail_start)
+        m = max(0, min(len(expected), len(got) - lag))
         err = got[lag:lag + m] - expected[:m]
-        energy = np.sum(expected[:m] ** 2)
-        db = 10 * np.log10(max(np.sum(err ** 2), 1e-300) / max(energy, 1e-300))
-        out.append({"lag": lag, "errorDB": float(db), "comparedFrames": int(m), "expectedFrames": int(len(x))})
+        bad = np.nonzero(np.abs(err) > 1e-4)[0]
+        glitches = []
+        for index in bad:
+            if glitches and index - (glitches[-1][0] + glitches[-1][1]) < 256:
+                glitches[-1][1] = int(index) - glitches[-1][0] + 1
+            else:
+                glitches.append([int(index), 1])
+        mask = np.ones(m, dtype=bool)
+        for start, length in glitches: mask[start:start + length] = False
+        out.append({"lag": lag, "endLag": end_lag, "errorDB": db(np.sum(err ** 2), np.sum(expected[:m] ** 2)),
+                    "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(expected[:m][mask] ** 2)),
+                    "glitches": glitches[:20], "comparedFrames": int(m), "expectedFrames": int(len(x))})
     print(json.dumps(out))
     """#
 
