@@ -40,7 +40,7 @@ final class PrivatePipeWire {
     private let daemon: Process
     let logPath: String
 
-    /// `extraModules`: SPA-JSON module entries appended to the daemon's `context.modules`
+    /// `extraModules`: SPA-JSON module entries added at the end of the daemon's `context.modules`
     /// (e.g. the convolver module, to test it inside the daemon).
     init(name: String, extraModules: String = "") throws {
         runtimeDirectory = NSTemporaryDirectory() + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
@@ -48,8 +48,12 @@ final class PrivatePipeWire {
                                                 attributes: [.posixPermissions: 0o700])
         var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
         if !extraModules.isEmpty {
-            guard let range = configuration.range(of: "context.modules = [") else { throw CocoaError(.fileReadCorruptFile) }
-            configuration.insert(contentsOf: "\n" + extraModules + "\n", at: range.upperBound)
+            // At the end of context.modules: after protocol-native, which a module's core needs.
+            guard let start = configuration.range(of: "context.modules = ["),
+                  let end = configuration.range(of: "\n]", range: start.upperBound..<configuration.endIndex) else {
+                throw CocoaError(.fileReadCorruptFile)
+            }
+            configuration.insert(contentsOf: "\n" + extraModules + "\n", at: end.lowerBound)
         }
         let configurationPath = runtimeDirectory + "/daemon.conf"
         try configuration.write(toFile: configurationPath, atomically: true, encoding: .utf8)
