@@ -9,6 +9,14 @@ public enum StandaloneClient {
     /// saying the node is up.
     public static func run(_ configuration: NodeConfiguration, sampleRate: Int = 48000,
                            onRunning: (String) -> Void = { _ in }) throws(ConvolverNodeError) {
+        // Block SIGINT/SIGTERM before any thread exists, so every PipeWire thread inherits the
+        // mask and the loop's signalfd sources below receive them (instead of the default action
+        // killing the process on whichever thread the kernel picks).
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         pw_init(nil, nil)
         defer { pw_deinit() }
         guard let mainLoop = pw_main_loop_new(nil) else { throw .pipeWire(call: "pw_main_loop_new", errno: errno) }

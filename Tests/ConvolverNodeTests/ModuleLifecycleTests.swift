@@ -121,4 +121,26 @@ final class ModuleLifecycleTests: XCTestCase {
         XCTAssertEqual(badErrno, EINVAL)
         XCTAssertTrue(daemon.answers())
     }
+
+    /// `pw-convolver run` is the same node as a client: ports appear, SIGTERM and SIGINT end it
+    /// with status 0.
+    func testStandaloneRunsUntilSignalAndExitsCleanly() throws {
+        let daemon = try PrivatePipeWire(name: "standalone")
+        self.daemon = daemon
+        let executable = BuildProducts.directory + "/pw-convolver"
+        for (index, signal) in [SIGTERM, SIGINT].enumerated() {
+            let name = "conv-standalone-\(index)"
+            let client = try daemon.spawn([executable, "--ir", "builtin:dirac", "--name", name, "--position", "FL,FR,LFE"],
+                                          logName: "\(name).log")
+            try daemon.waitForPorts(ofNode: name, count: 6, timeout: 30)
+            XCTAssertEqual(try daemon.portNames(ofNode: name),
+                           ["input_FL", "input_FR", "input_LFE", "output_FL", "output_FR", "output_LFE"])
+            kill(client.process.processIdentifier, signal)
+            XCTAssertTrue(client.waitForExit(timeout: 10), "signal \(signal): still running")
+            XCTAssertEqual(client.process.terminationReason, .exit, client.log)
+            XCTAssertEqual(client.process.terminationStatus, 0, client.log)
+            XCTAssertTrue(waitUntil(timeout: 5) { (try? daemon.nodeProperties(name)) == nil })
+        }
+        XCTAssertTrue(daemon.answers())
+    }
 }

@@ -30,7 +30,17 @@ enum BuildProducts {
             XCTFail("\(modulePath) is missing: run `swift build` first (or set SWIFT_CONVOLVER_BUILD_DIR)", file: file, line: line)
             throw CocoaError(.fileNoSuchFile)
         }
+        if directory.hasSuffix("/debug") && !warnedAboutDebug {
+            warnedAboutDebug = true
+            print("""
+                warning: the node under test is a debug build (\(directory)). Unoptimized, its engine is too slow for \
+                real time with long IRs and small quanta (builtin:hall, q=64 fail). Test the release build: \
+                swift build -c release && SWIFT_CONVOLVER_BUILD_DIR=$PWD/.build/release swift test --filter ConvolverNodeTests
+                """)
+        }
     }
+
+    nonisolated(unsafe) private static var warnedAboutDebug = false
 }
 
 /// A private headless PipeWire daemon in its own runtime dir (FACTS.md recipe), and helpers that
