@@ -143,4 +143,22 @@ final class ModuleLifecycleTests: XCTestCase {
         }
         XCTAssertTrue(daemon.answers())
     }
+
+    /// The shipped configs load as their headers say: the client config with `pipewire -c`, the
+    /// drop-in from the daemon's `pipewire.conf.d/`. Both make the node "swift-convolver".
+    func testShippedConfigsLoad() throws {
+        let root = BuildProducts.packageRoot + "/pipewire-conf/"
+        let daemon = try PrivatePipeWire(name: "dropin", dropIns: [root + "swift-convolver-dropin.conf"])
+        self.daemon = daemon
+        try daemon.waitForPorts(ofNode: "swift-convolver", count: 4, timeout: 30)
+        XCTAssertEqual(try daemon.portNames(ofNode: "swift-convolver"), ["input_FL", "input_FR", "output_FL", "output_FR"])
+        daemon.stop()
+
+        let other = try PrivatePipeWire(name: "client-conf")
+        self.daemon = other
+        let client = try other.spawn(["pipewire", "-c", root + "swift-convolver.conf"], logName: "client-conf.log")
+        defer { client.stop() }
+        try other.waitForPorts(ofNode: "swift-convolver", count: 4, timeout: 30)
+        XCTAssertEqual(try other.nodeProperties("swift-convolver")?.properties["node.description"] as? String, "Convolver (hall)")
+    }
 }

@@ -52,7 +52,9 @@ final class PrivatePipeWire {
 
     /// `extraModules`: SPA-JSON module entries added at the end of the daemon's `context.modules`
     /// (e.g. the convolver module, to test it inside the daemon).
-    init(name: String, extraModules: String = "") throws {
+    /// `dropIns`: files copied into `pipewire.conf.d/` beside the daemon's config, which is then
+    /// found through PIPEWIRE_CONFIG_DIR as `pipewire.conf` (how a user's drop-in is loaded).
+    init(name: String, extraModules: String = "", dropIns: [String] = []) throws {
         runtimeDirectory = NSTemporaryDirectory() + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
@@ -67,12 +69,25 @@ final class PrivatePipeWire {
         }
         let configurationPath = runtimeDirectory + "/daemon.conf"
         try configuration.write(toFile: configurationPath, atomically: true, encoding: .utf8)
+        var arguments = ["-c", configurationPath]
+        var daemonEnvironment = ["PIPEWIRE_DEBUG": "3"]
+        if !dropIns.isEmpty {
+            let configDirectory = runtimeDirectory + "/config"
+            try FileManager.default.createDirectory(atPath: configDirectory + "/pipewire.conf.d", withIntermediateDirectories: true)
+            try configuration.write(toFile: configDirectory + "/pipewire.conf", atomically: true, encoding: .utf8)
+            for dropIn in dropIns {
+                try FileManager.default.copyItem(atPath: dropIn, toPath: configDirectory + "/pipewire.conf.d/"
+                                                 + URL(fileURLWithPath: dropIn).lastPathComponent)
+            }
+            arguments = []
+            daemonEnvironment["PIPEWIRE_CONFIG_DIR"] = configDirectory
+        }
         logPath = runtimeDirectory + "/pipewire.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/pipewire")
-        daemon.arguments = ["-c", configurationPath]
-        daemon.environment = environment(extra: ["PIPEWIRE_DEBUG": "3"])
+        daemon.arguments = arguments
+        daemon.environment = environment(extra: daemonEnvironment)
         let logHandle = FileHandle(forWritingAtPath: logPath)
         daemon.standardOutput = logHandle
         daemon.standardError = logHandle
