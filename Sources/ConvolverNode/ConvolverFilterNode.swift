@@ -18,6 +18,10 @@ public final class ConvolverFilterNode {
     private var newestSlot: EngineSlot?
     /// Late levels of engines already replaced.
     private var lateLevelsOfReplacedEngines = 0
+    /// Builds engines for new rates and IRs off the main loop (created with the wake event).
+    private var builder: EngineBuilder?
+    /// The rate the newest requested engine is for (requested or built).
+    private var requestedRate: Int
     private var filter: OpaquePointer?
     /// PipeWire keeps pointers to the hook and event tables: both outlive the filter.
     private let filterListener: UnsafeMutablePointer<spa_hook>
@@ -52,6 +56,7 @@ public final class ConvolverFilterNode {
         let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
                                               context: context)
         newestRate = sampleRate
+        requestedRate = sampleRate
         newestPlan = slot.planDescription
         newestSlot = slot
         realtime.activeEngine = Unmanaged.passRetained(slot).toOpaque()
@@ -113,6 +118,9 @@ public final class ConvolverFilterNode {
         }, userData)
         realtime.wakeLoop = loop
         realtime.wakeSource = wakeEvent
+        let wakeLoop = loop, wakeSource = wakeEvent
+        // cpw_loop_signal_event (an eventfd write) may be called from any thread.
+        builder = EngineBuilder(context: context) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
         statisticsTimer = cpw_loop_add_timer(loop, { data, _ in
             guard let data else { return }
             Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
@@ -137,6 +145,13 @@ public final class ConvolverFilterNode {
                 self.filter = nil
             }
         }
+        // A build in progress may still signal the wake event: wait for it, free what it made.
+        if let builder {
+            for completion in builder.finish() {
+                if case let .success(slot) = completion.result { slot.stop() }
+            }
+        }
+        builder = nil
         if let statisticsTimer { cpw_loop_destroy_source(loop, statisticsTimer) }
         statisticsTimer = nil
         if let wakeEvent { cpw_loop_destroy_source(loop, wakeEvent) }
@@ -158,35 +173,58 @@ public final class ConvolverFilterNode {
 
     // MARK: - Engines
 
-    /// Builds an engine for `sampleRate` with `configuration` and hands it to the data thread.
-    /// Slow (IR load, resampling, planning); runs on the main loop, never on the data thread.
-    private func installEngine(configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) {
-        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
-                                              context: context)
-        newestRate = sampleRate
+    /// Hands a built engine to the data thread (it takes it at its next call).
+    private func install(_ slot: EngineSlot, configuration: NodeConfiguration) {
+        newestRate = slot.sampleRate
         newestPlan = slot.planDescription
         if let previous = newestSlot { lateLevelsOfReplacedEngines += previous.scheduler.statistics().lateLevels }
         newestSlot = slot
         if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
             Self.free(unused)   // the data thread never took it
         }
-        PipeWireLog.info("\(configuration.nodeName): engine for \(sampleRate) Hz ready (\(slot.planDescription))")
+        PipeWireLog.info("\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))")
     }
 
-    /// The data thread retired an engine or saw a new graph rate.
+    /// Asks the builder for an engine for `sampleRate` with `configuration` (main loop).
+    private func requestEngine(_ configuration: NodeConfiguration, sampleRate: Int, purpose: EngineBuilder.Purpose) {
+        requestedRate = sampleRate
+        builder?.request(.init(configuration: configuration, sampleRate: sampleRate,
+                               expectedBlockSize: expectedBlockSize, purpose: purpose))
+    }
+
+    /// The data thread retired an engine or saw a new graph rate, or the builder finished.
     private func dataThreadWokeUs() {
         realtime.mainLoopWoken.store(false, ordering: .releasing)
         if let retired = realtime.retiredEngine.exchange(nil, ordering: .acquiringAndReleasing) {
             Self.free(retired)
         }
-        let rate = realtime.mismatchedRate.load(ordering: .relaxed)
-        if rate > 0 && rate != newestRate {
-            do {
-                try installEngine(configuration: configuration, sampleRate: rate)
-            } catch {
-                PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(rate) Hz: \(error)")
-                newestRate = rate   // do not retry every cycle; a later change retries
+        for completion in builder?.takeCompletions() ?? [] {
+            let request = completion.request
+            switch completion.result {
+            case let .success(slot):
+                // A rate-change build is outdated when the rate changed again meanwhile.
+                if request.sampleRate != requestedRate {
+                    slot.stop()
+                    continue
+                }
+                if request.purpose == .impulseResponse {
+                    configuration.filename = request.configuration.filename
+                    configuration.impulses = request.configuration.impulses
+                    publishProps()
+                }
+                install(slot, configuration: request.configuration)
+            case let .failure(error):
+                switch request.purpose {
+                case .sampleRate:
+                    PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(request.sampleRate) Hz: \(error)")
+                case .impulseResponse:
+                    PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
+                }
             }
+        }
+        let rate = realtime.mismatchedRate.load(ordering: .relaxed)
+        if rate > 0 && rate != requestedRate {
+            requestEngine(configuration, sampleRate: rate, purpose: .sampleRate)
         }
     }
 
@@ -212,15 +250,11 @@ public final class ConvolverFilterNode {
         configuration.mix = controls.mix
         configuration.bypass = controls.bypass
         if let filename = change.filename, filename != configuration.filename || !configuration.impulses.isEmpty {
+            // Built off the main loop; installed (and shown in Props) when ready, or logged.
             var next = configuration
             next.filename = filename
             next.impulses = []
-            do {
-                try installEngine(configuration: next, sampleRate: newestRate)
-                configuration = next
-            } catch {
-                PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
-            }
+            requestEngine(next, sampleRate: requestedRate, purpose: .impulseResponse)
         }
         publishProps()
     }

@@ -124,4 +124,36 @@ final class ControlTests: XCTestCase {
                                     try XCTUnwrap(number(second["convolver.busy-p99-us"])))
         XCTAssertEqual(number(second["convolver.rate"]), 48000)
     }
+
+    /// A new graph rate and a new IR by Props "filename": both built off the main loop, then
+    /// swapped in; a missing file keeps the current IR.
+    func testRateChangeAndFilenameSwap() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        let client = try ModuleClient.start(daemon, name: "conv-swap", arguments: "node.name = conv-swap filename = builtin:dirac")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-swap", count: 4, timeout: 30)
+        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-swap"), "--format", "f32",
+                                         "--channels", "2", path("swap.wav")], logName: "rec-swap.log")
+        defer { recorder.stop() }
+        try daemon.waitForPorts(ofNode: "rec-swap", count: 2)
+        for position in positions { try daemon.link("conv-swap:output_\(position)", "rec-swap:input_\(position)") }
+        let id = try XCTUnwrap(try daemon.nodeProperties("conv-swap")).id
+        func property(_ key: String) -> String? {
+            guard let value = (try? daemon.nodeProperties("conv-swap"))?.properties[key] else { return nil }
+            return "\(value)"
+        }
+
+        try daemon.run(["pw-metadata", "-n", "settings", "0", "clock.force-rate", "96000"])
+        XCTAssertTrue(waitUntil(timeout: 10) { property("convolver.rate") == "96000" }, "rate: \(property("convolver.rate") ?? "-")")
+
+        try setProps(id, "\"filename\" \"\(path("ir.wav"))\"")
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? self.readProps(id)["filename"]) == "\"\(self.path("ir.wav"))\"" })
+        XCTAssertTrue(waitUntil(timeout: 5) { property("convolver.ir") == self.path("ir.wav") })
+
+        try setProps(id, "\"filename\" \"/nonexistent/other.wav\"")
+        XCTAssertTrue(waitUntil(timeout: 10) { client.log.contains("keeping the current IR") }, client.log.suffix(2000).description)
+        XCTAssertEqual(try readProps(id)["filename"], "\"\(path("ir.wav"))\"")
+        XCTAssertTrue(client.isRunning)
+        try daemon.run(["pw-metadata", "-n", "settings", "0", "clock.force-rate", "0"])
+    }
 }
