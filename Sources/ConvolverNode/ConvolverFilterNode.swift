@@ -14,7 +14,7 @@ public final class ConvolverFilterNode {
     private let loop: UnsafeMutablePointer<pw_loop>
     /// For the helper threads' RT policy (module-rt of this context).
     private let context: OpaquePointer?
-    /// The newest engine built (a second reference, for statistics on the main loop).
+    /// The newest engine built, active or pending (a second reference, for statistics).
     private var newestSlot: EngineSlot?
     /// Late levels of engines already replaced.
     private var lateLevelsOfReplacedEngines = 0
@@ -29,16 +29,10 @@ public final class ConvolverFilterNode {
     private var statisticsTimer: UnsafeMutablePointer<spa_source>?
     private var wakeEvent: UnsafeMutablePointer<spa_source>?
     private var controls: LiveControls
-    private var expectedBlockSize: Int
-    /// Rate and plan of the newest engine built (active or pending).
-    private var newestRate: Int
-    private var newestPlan: String
+    private let expectedBlockSize: Int
     private var lastPublished: [String: String] = [:]
     /// Scratch memory for building param pods (main loop only).
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
-
-    /// Called once when the filter went away on its own (its core disconnected, an error state).
-    public var onFilterGone: (() -> Void)?
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
     /// makes the node rebuild), creates the filter and its ports and connects it.
@@ -55,9 +49,7 @@ public final class ConvolverFilterNode {
 
         let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
                                               context: context)
-        newestRate = sampleRate
         requestedRate = sampleRate
-        newestPlan = slot.planDescription
         newestSlot = slot
         realtime.activeEngine = Unmanaged.passRetained(slot).toOpaque()
 
@@ -175,8 +167,6 @@ public final class ConvolverFilterNode {
 
     /// Hands a built engine to the data thread (it takes it at its next call).
     private func install(_ slot: EngineSlot, configuration: NodeConfiguration) {
-        newestRate = slot.sampleRate
-        newestPlan = slot.planDescription
         if let previous = newestSlot { lateLevelsOfReplacedEngines += previous.scheduler.statistics().lateLevels }
         newestSlot = slot
         if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
@@ -274,8 +264,8 @@ public final class ConvolverFilterNode {
             "convolver.helper-margin-p99-us": marginP99,
             "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
-            "convolver.rate": "\(newestRate)",
-            "convolver.plan": newestPlan,
+            "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
+            "convolver.plan": newestSlot?.planDescription ?? "",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
         if let busy {
@@ -306,10 +296,9 @@ public final class ConvolverFilterNode {
         events.state_changed = { data, _, state, error in
             guard let data else { return }
             let node = Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue()
+            // The connection's end is handled by the owner's CoreListener; errors are logged here.
             if state == PW_FILTER_STATE_ERROR {
                 PipeWireLog.error("\(node.configuration.nodeName): filter error: \(error.map { String(cString: $0) } ?? "unknown")")
-            } else if state == PW_FILTER_STATE_UNCONNECTED {
-                node.onFilterGone?()
             }
         }
         events.param_changed = { data, portData, id, param in
