@@ -38,13 +38,15 @@ final class ModuleAudioTests: XCTestCase {
         return client
     }
 
-    /// Asserts every channel matches at ≤ −90 dB, at one lag from start to end (nothing dropped or
-    /// repeated), over the whole expected signal.
-    /// `allowedGlitches`: PipeWire's own streams glitch on this VM (two pw-record on one pw-play,
-    /// no filter anywhere, disagreed by one 256-frame block in 1 of 4 runs of 64 → 256 → 1024 →
-    /// 128; in steady q=256 runs a block now and then arrives out of place), so a test may allow
-    /// that many runs of wrong samples, each at most one quantum plus the IR long, while the lag
-    /// stays constant and everything outside them is ≤ −90 dB. Each glitch is printed.
+    /// Asserts every channel matches at ≤ −90 dB, at lag 0 from start to end (zero latency,
+    /// nothing dropped or repeated), over the whole expected signal.
+    /// `allowedGlitches`: at q=64 this VM's graph misses deadlines (FACTS.md: "quantum 64 is
+    /// unreliable here for any node, even an empty one"; two plain pw-record on one pw-play drifted
+    /// apart there). Then the node's input and the recorder's copy of it differ at one point and
+    /// the difference rings through the IR: a run of wrong samples about one IR long, with the lag
+    /// unchanged afterwards. The quantum test allows a few such runs, each at most two quanta of
+    /// 1024 plus the IR long; the lag must stay 0 and everything outside them must be ≤ −90 dB.
+    /// Each glitch is printed. The steady-quantum tests allow none.
     @discardableResult
     private func assertMatches(impulse: String?, recording: String, wet: Double, dry: Double,
                                allowedGlitches: Int = 0, impulseFrames: Int = 0,
@@ -64,7 +66,7 @@ final class ModuleAudioTests: XCTestCase {
             XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated", file: file, line: line)
             XCTAssertLessThanOrEqual(result.glitches.count, allowedGlitches, "channel \(channel)", file: file, line: line)
             for glitch in result.glitches {
-                XCTAssertLessThanOrEqual(glitch[1], 1024 + impulseFrames, "channel \(channel): glitch \(glitch)", file: file, line: line)
+                XCTAssertLessThanOrEqual(glitch[1], 2 * 1024 + impulseFrames, "channel \(channel): glitch \(glitch)", file: file, line: line)
             }
             XCTAssertLessThanOrEqual(allowedGlitches == 0 ? result.errorDB : result.cleanErrorDB, -90,
                                      "channel \(channel)", file: file, line: line)
@@ -91,8 +93,7 @@ final class ModuleAudioTests: XCTestCase {
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-synth")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth")
-        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 1, impulseFrames: 4800)
+        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
     func testBuiltinHallMatchesReference() throws {
@@ -104,8 +105,7 @@ final class ModuleAudioTests: XCTestCase {
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-hall")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall")
-        try assertMatches(impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 1, impulseFrames: hall.frameCount)
+        try assertMatches(impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
     /// 64 → 256 → 1024 → 128 while playing: the output equals the convolution of what the node
@@ -125,7 +125,7 @@ final class ModuleAudioTests: XCTestCase {
                 }
             }
         try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 1, impulseFrames: 4800)
+                          allowedGlitches: 3, impulseFrames: 4800)
         XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)")
     }
 }
