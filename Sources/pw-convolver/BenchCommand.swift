@@ -1,7 +1,126 @@
-// Placeholder until the bench command lands (being written now).
+import Convolution
+import Workgroup
+import Foundation
+
+/// `pw-convolver bench`: times the engine on synthetic stereo IRs, beside a uniformly partitioned
+/// engine at the same block size (the ratio is the point: this machine is shared and noisy).
 enum BenchCommand: Command {
     static let name = "bench"
-    static let summary = "benchmark the engine"
-    static let usage = "Usage: pw-convolver bench"
-    static func run(_ arguments: [String]) throws { throw UsageError("'bench' is not available yet") }
+    static let summary = "benchmark the engine against a uniformly partitioned one"
+    static let usage = """
+    Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S]
+                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--deadline 1]
+
+    Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
+    and prints per case: CPU per second of audio (% of one core), p99 and worst time of one call (µs),
+    the partition plan, and the same figures for a uniformly partitioned engine at that block size.
+      --json            one JSON object per line and case
+      --ir-seconds L    IR lengths in seconds, comma-separated (default 1,3,10)
+      --blocks L        call sizes in frames, comma-separated (default 64,256,1024)
+      --seconds S       seconds of audio per case (default 10; the uniform engine runs at most 3)
+      --threads T       run the levels on the workgroup's helper threads (auto = cores - 1, levels =
+                        one per level, or N), paced in real time like a driver from a SCHED_FIFO
+                        thread, beside the inline engine in the same run: worst/p99 data-thread
+                        time per call, CPU of all threads, late levels, helpers' deadline margin
+      --channels N      channels (one IR each) with --threads (default 2)
+      --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
+      --deadline 1      try SCHED_DEADLINE for the helpers with --threads
+    """
+
+    static let sampleRate = 48000.0
+
+    static func run(_ arguments: [String]) throws {
+        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--deadline"])
+        let json = options.flag("--json")
+        let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
+        let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
+        let seconds = try options.double("--seconds") ?? 10
+        let threads = try options.string("--threads").map { value in
+            guard let count = ThreadCount(argument: value) else { throw UsageError("--threads: '\(value)' is not 'auto', 'levels' or a positive integer") }
+            return count
+        }
+        let channels = try options.integer("--channels") ?? 2
+        let inlineLevels = try options.integer("--inline-levels", in: 0...16) ?? 0
+        let deadline = options.string("--deadline") == "1"
+        try options.finish()
+        if let threads {
+            return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
+                                              threads: threads, channels: channels, inlineLevelCount: inlineLevels,
+                                              deadlineScheduling: deadline, json: json, matrix: syntheticStereoMatrix)
+        }
+
+        for length in irSeconds {
+            let matrix = syntheticStereoMatrix(seconds: length)
+            for block in blocks {
+                let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: block))
+                let partitioned = measure(engine, block: block, seconds: seconds)
+                let uniformEngine = try ConvolutionEngine(
+                    matrix: matrix, configuration: .uniform(blockSize: block, impulseLength: matrix.impulseLength))
+                let uniform = measure(uniformEngine, block: block, seconds: min(seconds, 3))
+                if json {
+                    print(partitioned.json(engine: "partitioned", irSeconds: length, block: block, plan: engine.plan))
+                    print(uniform.json(engine: "uniform", irSeconds: length, block: block, plan: uniformEngine.plan))
+                } else {
+                    print(String(format: "IR %4.1f s, block %5d: %6.2f%% of a core, call p99 %7.1f µs, max %8.1f µs | uniform %7.2f%%, p99 %8.1f µs, max %8.1f µs | %5.1fx cheaper",
+                                 length, block, partitioned.cpuPercent, partitioned.callP99Microseconds,
+                                 partitioned.callMaxMicroseconds, uniform.cpuPercent, uniform.callP99Microseconds,
+                                 uniform.callMaxMicroseconds, uniform.cpuPercent / partitioned.cpuPercent))
+                    print("    plan: \(engine.plan)")
+                }
+            }
+        }
+    }
+
+    /// Decaying stereo noise (60 dB over the length), independent channels: a stand-in hall.
+    static func syntheticStereoMatrix(seconds: Double, channels: Int = 2) -> ConvolutionMatrix {
+        let length = Int(seconds * sampleRate)
+        var generator = SystemRandomNumberGenerator()
+        func impulse() -> [Float] {
+            (0..<length).map { n in Float.random(in: -1...1, using: &generator) * Float(pow(10, -3 * Double(n) / Double(length))) }
+        }
+        return ConvolutionMatrix(inputCount: channels, outputCount: channels,
+                                 entries: (0..<channels).map { .init(input: $0, output: $0, impulse: impulse()) })
+    }
+
+    struct Measurement {
+        var cpuPercent: Double
+        var callP99Microseconds: Double
+        var callMaxMicroseconds: Double
+
+        func json(engine: String, irSeconds: Double, block: Int, plan: PartitionPlan) -> String {
+            String(format: #"{"engine":"%@","ir_seconds":%g,"block":%d,"threads":0,"cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":0,"plan":"%@"}"#,
+                   engine, irSeconds, block, cpuPercent, callMaxMicroseconds, callP99Microseconds, plan.description)
+        }
+    }
+
+    /// Runs `seconds` of stereo noise through `engine` in calls of `block` frames, as fast as it goes.
+    static func measure(_ engine: ConvolutionEngine, block: Int, seconds: Double) -> Measurement {
+        let calls = max(1, Int(seconds * sampleRate) / block)
+        let input = AlignedFloats(count: block), left = AlignedFloats(count: block), right = AlignedFloats(count: block)
+        for n in 0..<block { input.pointer[n] = Float.random(in: -1...1) }
+        let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 2)
+        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2)
+        defer { inputs.deallocate(); outputs.deallocate() }
+        inputs[0] = UnsafePointer(input.pointer); inputs[1] = UnsafePointer(input.pointer)
+        outputs[0] = left.pointer; outputs[1] = right.pointer
+        var callTimes = [UInt64](repeating: 0, count: calls)
+        let cpuStart = threadCPUNanoseconds()
+        for call in 0..<calls {
+            let start = monotonicNanoseconds()
+            engine.process(inputs: inputs, outputs: outputs, frameCount: block)
+            callTimes[call] = monotonicNanoseconds() - start
+        }
+        let cpu = Double(threadCPUNanoseconds() - cpuStart)
+        callTimes.sort()
+        let audioNanoseconds = Double(calls * block) / sampleRate * 1e9
+        return Measurement(cpuPercent: 100 * cpu / audioNanoseconds,
+                           callP99Microseconds: Double(callTimes[min(calls - 1, calls * 99 / 100)]) / 1000,
+                           callMaxMicroseconds: Double(callTimes[calls - 1]) / 1000)
+    }
+
+    static func threadCPUNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
 }

@@ -1,7 +1,80 @@
-// Placeholder until the run command lands (being written now).
+// `pw-convolver [run] [options]`: the convolver node as a standalone PipeWire client.
+import ConvolverNode
+import Foundation
+
 enum RunCommand: Command {
     static let name = "run"
     static let summary = "run the convolver node in PipeWire until SIGINT/SIGTERM"
-    static let usage = "Usage: pw-convolver run"
-    static func run(_ arguments: [String]) throws { throw UsageError("'run' is not available yet") }
+    static let usage = """
+        Usage: pw-convolver [run] --ir FILE|builtin:NAME [options]
+
+        Runs the convolver as a PipeWire filter node (ports input_<POS>/output_<POS> per channel)
+        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph.
+
+        Options (each is the module argument in brackets):
+          --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall or builtin:dirac [filename]
+          --channels N            channel count, 1...64 (default 2) [audio.channels]
+          --position FL,FR        channel positions; sets the count too [audio.position]
+          --name NAME             node.name (default swift-convolver) [node.name]
+          --description TEXT      node.description (default Convolver) [node.description]
+          --gain G                linear gain of the convolved signal (default 1.0) [gain]
+          --mix M                 dry/wet, 0 = dry ... 1 = wet (default 1.0) [mix]
+          --threads N|auto        workgroup helper threads (default auto) [workgroup.threads]
+          --target NODE           target.object, for a session manager's routing [target.object]
+          --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
+
+        Example:
+          pw-convolver --ir builtin:hall --name hall
+          pw-link <source>:output_FL hall:input_FL
+        """
+
+    static func run(_ arguments: [String]) throws {
+        var members: [SPAJSONMember] = []
+        var index = 0
+        func value(_ option: String) throws -> String {
+            index += 1
+            guard index < arguments.count else { throw UsageError("\(option) needs a value") }
+            return arguments[index]
+        }
+        var extra: [SPAJSONMember] = []
+        while index < arguments.count {
+            let option = arguments[index]
+            switch option {
+            case "--ir": members.append(.init(key: "filename", value: .string(try value(option))))
+            case "--channels": members.append(.init(key: "audio.channels", value: .word(try value(option))))
+            case "--position": members.append(.init(key: "audio.position", value: .string(try value(option))))
+            case "--name": members.append(.init(key: "node.name", value: .string(try value(option))))
+            case "--description": members.append(.init(key: "node.description", value: .string(try value(option))))
+            case "--gain": members.append(.init(key: "gain", value: .word(try value(option))))
+            case "--mix": members.append(.init(key: "mix", value: .word(try value(option))))
+            case "--threads":
+                members.append(.init(key: "workgroup", value: .object([.init(key: "threads", value: .word(try value(option)))])))
+            case "--target": members.append(.init(key: "target.object", value: .string(try value(option))))
+            case "--args":
+                let text = try value(option)
+                do {
+                    guard case let .object(parsed) = try SPAJSONValue.parse(text) else {
+                        throw UsageError("--args: expected { key = value ... }")
+                    }
+                    extra += parsed
+                } catch let error as SPAJSONError {
+                    throw UsageError("--args: \(error)")
+                }
+            default:
+                throw UsageError("unknown option '\(option)'")
+            }
+            index += 1
+        }
+        let configuration: NodeConfiguration
+        do {
+            let (parsed, warnings) = try NodeConfiguration.parse(.object(extra + members))
+            for warning in warnings { FileHandle.standardError.write(Data("pw-convolver: warning: \(warning)\n".utf8)) }
+            configuration = parsed
+        } catch {
+            throw UsageError(error.description)
+        }
+        try StandaloneClient.run(configuration) { line in
+            FileHandle.standardError.write(Data("pw-convolver: \(line)\n".utf8))
+        }
+    }
 }

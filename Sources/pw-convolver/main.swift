@@ -17,7 +17,7 @@ struct UsageError: Error, CustomStringConvertible {
 }
 
 /// `run` is the default command: `pw-convolver --ir hall.wav` runs the node.
-let commands: [any Command.Type] = [RunCommand.self, RenderCommand.self, BenchCommand.self, TopCommand.self]
+let commands: [any Command.Type] = [RunCommand.self, RenderCommand.self, BenchCommand.self, TopCommand.self, InspectCommand.self]
 
 func printHelp() {
     print("""

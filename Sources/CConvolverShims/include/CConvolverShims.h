@@ -1,4 +1,41 @@
 // Thin C wrappers for the PipeWire API that Swift cannot import: function-like macros and varargs.
 // Each function is the smallest wrapper around one macro or call; no logic lives here.
+// They could go if Swift learns to import function-like macros (or PipeWire turns them into
+// static inline functions, as newer releases do for some of them).
 #pragma once
+#include <stdbool.h>
 #include <pipewire/pipewire.h>
+
+/// `pw_loop_add_timer` is a macro over `spa_loop_utils_add_timer(loop->utils, ...)`.
+struct spa_source *cpw_loop_add_timer(struct pw_loop *loop, spa_source_timer_func_t func, void *data);
+
+/// `pw_loop_update_timer` is a macro. `value`/`interval` NULL disarm; `absolute` as in timerfd.
+int cpw_loop_update_timer(struct pw_loop *loop, struct spa_source *source,
+                          struct timespec *value, struct timespec *interval, bool absolute);
+
+/// `pw_loop_add_signal` is a macro (signalfd-based: the callback runs on the loop, not in a handler).
+struct spa_source *cpw_loop_add_signal(struct pw_loop *loop, int signal_number,
+                                       spa_source_signal_func_t func, void *data);
+
+/// `pw_loop_add_event` is a macro: an eventfd source, signalled from any thread.
+struct spa_source *cpw_loop_add_event(struct pw_loop *loop, spa_source_event_func_t func, void *data);
+
+/// `pw_loop_signal_event` is a macro: writes the eventfd. Real-time safe (one write syscall).
+int cpw_loop_signal_event(struct pw_loop *loop, struct spa_source *source);
+
+/// `pw_loop_destroy_source` is a macro.
+void cpw_loop_destroy_source(struct pw_loop *loop, struct spa_source *source);
+
+/// `pw_core_add_listener` is a macro over the core proxy's method table.
+int cpw_core_add_listener(struct pw_core *core, struct spa_hook *listener,
+                          const struct pw_core_events *events, void *data);
+
+/// `pw_log_*` are macros over the varargs `pw_log_logt`: logs one preformatted message.
+void cpw_log(enum spa_log_level level, const char *message);
+
+#include <stdint.h>
+
+/// Puts the calling thread under SCHED_DEADLINE (runtime ≤ deadline ≤ period, ns).
+/// Returns 0 or an errno value. Why C: glibc 2.36 has no `sched_setattr` wrapper and `syscall`
+/// is variadic, which Swift cannot call. Can go once glibc ≥ 2.41 (`sched_setattr`) is the floor.
+int swconv_set_deadline_scheduling(uint64_t runtime_ns, uint64_t deadline_ns, uint64_t period_ns);

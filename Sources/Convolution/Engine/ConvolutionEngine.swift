@@ -1,0 +1,433 @@
+import Glibc
+
+/// Zero-latency, non-uniformly partitioned convolution of N inputs into M outputs.
+///
+/// The head (level 0) runs inside `process` on every call: uniformly partitioned overlap-add whose
+/// current, partly filled block is transformed on each call, so output sample n depends only on
+/// input samples up to n (no added latency) whatever the call size. Larger levels (overlap-save,
+/// each with its frequency-domain delay line) run as jobs given to the scheduler: posted when their
+/// input block is complete, awaited when their output is due, at least one block period later.
+///
+/// Real-time contract: everything is allocated and planned in `init`; `process` and
+/// `runLevelJob` allocate nothing, lock nothing, log nothing.
+public final class ConvolutionEngine: LevelJobRunner {
+    public let plan: PartitionPlan
+    public let inputCount: Int
+    public let outputCount: Int
+
+    private let routing: Routing
+    private let history: InputHistory
+    private let head: HeadLevel
+    private let tails: [TailLevel]
+    private let scheduler: any LevelJobScheduler
+    /// Samples processed since the start (or the last reset).
+    private var position = 0
+
+    public init(matrix: ConvolutionMatrix, configuration: EngineConfiguration = .init(),
+                scheduler: any LevelJobScheduler = InlineScheduler()) throws {
+        try matrix.validate()
+        let plan = configuration.fixedPlan ?? PartitionPlanner.plan(.init(
+            impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
+            entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
+            maxPartitionSize: configuration.maxPartitionSize))
+        try plan.validate()
+        self.plan = plan
+        inputCount = matrix.inputCount
+        outputCount = matrix.outputCount
+        let routing = Routing(matrix)
+        self.routing = routing
+        let largestBlock = plan.levels.map(\.blockSize).max()!
+        // Room for the longest job window (2 blocks) plus a late helper and the largest call.
+        history = InputHistory(channelCount: inputCount, minimumCapacity: 8 * largestBlock + 16384)
+        let impulses = routing.sortedEntries.map(\.impulse)
+        head = HeadLevel(plan.head, impulses: impulses, routing: routing)
+        tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
+        self.scheduler = scheduler
+        try scheduler.prepare(runner: self, levels: tails.map {
+            LevelSchedule(blockSize: $0.blockSize, dueAfterSamples: $0.offset - $0.blockSize)
+        })
+    }
+
+    deinit { scheduler.stop() }
+
+    /// Stops the scheduler's jobs for this engine. Call before dropping it from a threaded scheduler.
+    public func stop() { scheduler.stop() }
+
+    /// Convolves `frameCount` samples of every input into every output.
+    /// `inputs[i] == nil` is silence; `outputs[o] == nil` is computed and discarded.
+    /// Real-time safe. Any `frameCount`, changing from call to call.
+    public func process(inputs: UnsafePointer<UnsafePointer<Float>?>,
+                        outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int) {
+        DenormalFlush.enableOnCurrentThread()
+        let callStart = position
+        var done = 0
+        while done < frameCount {
+            // A piece never crosses a head block boundary, and every level's block boundaries and
+            // offsets are head block boundaries: so within a piece no level changes block.
+            let length = min(frameCount - done, head.blockSize - head.fill)
+            for channel in 0..<inputCount {
+                history.write(channel: channel, from: inputs[channel].map { $0 + done }, count: length, at: position)
+            }
+            head.process(inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
+                         count: length, routing: routing)
+            // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
+            for index in tails.indices {
+                let level = tails[index]
+                level.mixResult(into: outputs, outputOffset: done, count: length, at: position,
+                                scheduler: scheduler, schedulerLevel: index, outputCount: outputCount)
+            }
+            position += length
+            done += length
+            for index in tails.indices where position % tails[index].blockSize == 0 {
+                let level = tails[index]
+                let block = position / level.blockSize - 1
+                scheduler.post(level: index, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
+            }
+        }
+    }
+
+    /// Runs one job of tail level `level + 1` (scheduler numbering). Real-time safe.
+    public func runLevelJob(level: Int, block: Int) {
+        DenormalFlush.enableOnCurrentThread()
+        tails[level].run(block: block, history: history, routing: routing)
+    }
+
+    /// Clears all history: the engine continues as if just created. Real-time safe, but only
+    /// while no level job is running (inline scheduler, or after `stop()`).
+    public func reset() {
+        position = 0
+        history.reset()
+        head.reset()
+        for level in tails { level.reset() }
+    }
+
+    /// Offline convenience (allocates): convolves whole signals, one array per input, equal lengths.
+    /// Feeds the engine in calls of `blockSize` frames; returns as many output frames as input frames.
+    public func process(_ inputs: [[Float]], blockSize: Int = 256) -> [[Float]] {
+        let frameCount = inputs.first?.count ?? 0
+        precondition(inputs.count == inputCount && inputs.allSatisfy { $0.count == frameCount })
+        var outputs = [[Float]](repeating: [Float](repeating: 0, count: frameCount), count: outputCount)
+        let inputPointers = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: inputCount)
+        let outputPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: outputCount)
+        defer { inputPointers.deallocate(); outputPointers.deallocate() }
+        let inputStorage = inputs.map { AlignedFloats(count: $0.count) }
+        let outputStorage = (0..<outputCount).map { _ in AlignedFloats(count: frameCount) }
+        for (channel, samples) in inputs.enumerated() {
+            samples.withUnsafeBufferPointer { inputStorage[channel].pointer.update(from: $0.baseAddress!, count: frameCount) }
+        }
+        var done = 0
+        while done < frameCount {
+            let count = min(max(1, blockSize), frameCount - done)
+            for channel in 0..<inputCount { inputPointers[channel] = UnsafePointer(inputStorage[channel].pointer + done) }
+            for channel in 0..<outputCount { outputPointers[channel] = outputStorage[channel].pointer + done }
+            process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+            done += count
+        }
+        for channel in 0..<outputCount {
+            outputs[channel] = Array(UnsafeBufferPointer(start: outputStorage[channel].pointer, count: frameCount))
+        }
+        return outputs
+    }
+}
+
+/// The matrix entries, sorted by output, as flat tables the real-time loops can read.
+final class Routing {
+    let sortedEntries: [ConvolutionMatrix.Entry]
+    let entryCount: Int
+    let inputCount: Int
+    let outputCount: Int
+    /// Input channel of entry e.
+    let entryInput: UnsafeMutablePointer<Int>
+    /// Entries of output o are `firstEntry[o] ..< firstEntry[o + 1]`.
+    let firstEntry: UnsafeMutablePointer<Int>
+
+    init(_ matrix: ConvolutionMatrix) {
+        sortedEntries = matrix.entries.sorted { ($0.output, $0.input) < ($1.output, $1.input) }
+        entryCount = sortedEntries.count
+        inputCount = matrix.inputCount
+        outputCount = matrix.outputCount
+        entryInput = .allocate(capacity: max(1, entryCount))
+        firstEntry = .allocate(capacity: outputCount + 1)
+        var next = 0
+        for output in 0...outputCount {
+            firstEntry[output] = next
+            while next < entryCount, sortedEntries[next].output == output { next += 1 }
+        }
+        for (index, entry) in sortedEntries.enumerated() { entryInput[index] = entry.input }
+    }
+
+    deinit {
+        entryInput.deallocate()
+        firstEntry.deallocate()
+    }
+}
+
+/// Every input's recent samples, one power-of-two ring per channel; level jobs read their
+/// windows from here.
+final class InputHistory {
+    let capacity: Int
+    private let mask: Int
+    private let storage: AlignedFloats
+
+    init(channelCount: Int, minimumCapacity: Int) {
+        var capacity = 1
+        while capacity < minimumCapacity { capacity <<= 1 }
+        self.capacity = capacity
+        mask = capacity - 1
+        storage = AlignedFloats(count: capacity * channelCount)
+    }
+
+    /// Real-time safe. `source == nil` writes silence.
+    @inline(__always)
+    func write(channel: Int, from source: UnsafePointer<Float>?, count: Int, at position: Int) {
+        let ring = storage.pointer + channel * capacity
+        var done = 0
+        while done < count {
+            let start = (position + done) & mask
+            let run = min(count - done, capacity - start)
+            if let source { (ring + start).update(from: source + done, count: run) }
+            else { (ring + start).update(repeating: 0, count: run) }
+            done += run
+        }
+    }
+
+    /// Real-time safe. Negative positions (before the start) read as silence: the ring starts zeroed.
+    @inline(__always)
+    func read(channel: Int, from position: Int, count: Int, into destination: UnsafeMutablePointer<Float>) {
+        let ring = storage.pointer + channel * capacity
+        var done = 0
+        while done < count {
+            let start = (position + done) & mask
+            let run = min(count - done, capacity - start)
+            (destination + done).update(from: ring + start, count: run)
+            done += run
+        }
+    }
+
+    func reset() { storage.zero() }
+}
+
+/// Spectra of every segment of every impulse, scaled by 1/fftSize (FFTW is unnormalised).
+/// Entry e's segment s is spectrum `e * segmentCount + s`.
+private func segmentSpectra(_ level: PartitionPlan.Level, impulses: [[Float]], fft: RealFFT) -> SplitSpectra {
+    let spectra = SplitSpectra(count: impulses.count * level.segmentCount, binCount: fft.binCount)
+    let window = AlignedFloats(count: fft.size)
+    let scale = 1 / Float(fft.size)
+    for (entry, impulse) in impulses.enumerated() {
+        for segment in 0..<level.segmentCount {
+            window.zero()
+            let start = level.offset + segment * level.blockSize
+            let end = min(impulse.count, start + level.blockSize)
+            if start < end {
+                for n in start..<end { window.pointer[n - start] = impulse[n] * scale }
+            }
+            let index = entry * level.segmentCount + segment
+            fft.forward(window.pointer, real: spectra.real(index), imaginary: spectra.imaginary(index))
+        }
+    }
+    return spectra
+}
+
+/// Level 0: uniformly partitioned overlap-add with the partial-block trick.
+final class HeadLevel {
+    let blockSize: Int
+    let segmentCount: Int
+    /// Samples of the current block received so far.
+    private(set) var fill = 0
+    /// Delay-line slot of the current block.
+    private var current = 0
+    private let fft: RealFFT
+    private let filters: SplitSpectra
+    /// Input i's block spectra: slot s is spectrum `i * segmentCount + s`.
+    private let delayLine: SplitSpectra
+    /// Per output: the current block's sum over segments 1..<segmentCount (fixed within a block).
+    private let olderBlocksSum: SplitSpectra
+    private let accumulator: SplitSpectra
+    /// Per input: the current block, zero-padded to the FFT size.
+    private let blockBuffers: AlignedFloats
+    private let timeBuffer: AlignedFloats
+    /// Per output: the second half of the last full block's inverse FFT, added to the next block.
+    private let overlap: AlignedFloats
+
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
+        blockSize = level.blockSize
+        segmentCount = level.segmentCount
+        fft = RealFFT.ofSize(2 * blockSize)
+        filters = segmentSpectra(level, impulses: impulses, fft: fft)
+        delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
+        olderBlocksSum = SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
+        accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
+        blockBuffers = AlignedFloats(count: routing.inputCount * 2 * blockSize)
+        timeBuffer = AlignedFloats(count: 2 * blockSize)
+        overlap = AlignedFloats(count: routing.outputCount * blockSize)
+    }
+
+    /// Writes (not adds) the head's output for `count` samples that do not cross a block boundary.
+    /// Real-time safe.
+    func process(inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
+                 outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
+                 count: Int, routing: Routing) {
+        let start = fill
+        let bins = delayLine.paddedBinCount
+        for input in 0..<routing.inputCount {
+            let block = blockBuffers.pointer + input * 2 * blockSize
+            if let source = inputs[input] { (block + start).update(from: source + inputOffset, count: count) }
+            else { (block + start).update(repeating: 0, count: count) }
+            let slot = input * segmentCount + current
+            fft.forward(block, real: delayLine.real(slot), imaginary: delayLine.imaginary(slot))
+        }
+        if start == 0 {  // a new block: sum the older blocks' contributions once
+            for output in 0..<routing.outputCount {
+                let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
+                sumReal.update(repeating: 0, count: bins)
+                sumImaginary.update(repeating: 0, count: bins)
+                for segment in 1..<max(1, segmentCount) {
+                    let slotOffset = (current - segment + segmentCount) % segmentCount
+                    for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
+                        let x = routing.entryInput[entry] * segmentCount + slotOffset
+                        let h = entry * segmentCount + segment
+                        SpectrumKernels.multiplyAdd(
+                            accumulatorReal: sumReal, accumulatorImaginary: sumImaginary,
+                            xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
+                            hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
+                    }
+                }
+            }
+        }
+        let completesBlock = start + count == blockSize
+        for output in 0..<routing.outputCount {
+            let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
+            accReal.update(from: olderBlocksSum.real(output), count: bins)
+            accImaginary.update(from: olderBlocksSum.imaginary(output), count: bins)
+            for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
+                let x = routing.entryInput[entry] * segmentCount + current
+                let h = entry * segmentCount
+                SpectrumKernels.multiplyAdd(
+                    accumulatorReal: accReal, accumulatorImaginary: accImaginary,
+                    xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
+                    hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
+            }
+            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
+            let tail = overlap.pointer + output * blockSize
+            if let destination = outputs[output] {
+                for n in 0..<count {
+                    destination[outputOffset + n] = timeBuffer.pointer[start + n] + tail[start + n]
+                }
+            }
+            if completesBlock { tail.update(from: timeBuffer.pointer + blockSize, count: blockSize) }
+        }
+        fill += count
+        if completesBlock {
+            fill = 0
+            current = (current + 1) % segmentCount
+            for input in 0..<routing.inputCount {
+                (blockBuffers.pointer + input * 2 * blockSize).update(repeating: 0, count: blockSize)
+            }
+        }
+    }
+
+    func reset() {
+        fill = 0
+        current = 0
+        delayLine.zero()
+        blockBuffers.zero()
+        overlap.zero()
+    }
+}
+
+/// Levels 1...: uniformly partitioned overlap-save over IR samples `offset ..< end`, one job per
+/// input block. Jobs of one level run one at a time, in order (the scheduler's promise), so the
+/// level's scratch buffers are its own.
+final class TailLevel {
+    let blockSize: Int
+    let segmentCount: Int
+    let offset: Int
+    private let fft: RealFFT
+    private let filters: SplitSpectra
+    private let delayLine: SplitSpectra
+    private let accumulator: SplitSpectra
+    private let window: AlignedFloats
+    private let timeBuffer: AlignedFloats
+    /// Output blocks by job: block j's output o is at `((j % resultSlotCount) * outputCount + o) * blockSize`.
+    private let results: AlignedFloats
+    /// Enough slots that a job never overwrites a block the data thread may still be reading.
+    private let resultSlotCount: Int
+    // Data-thread state: the output block being mixed in, and whether its result came in time.
+    private var mixingBlock = -1
+    private var mixingBlockReady = false
+
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
+        blockSize = level.blockSize
+        segmentCount = level.segmentCount
+        offset = level.offset
+        fft = RealFFT.ofSize(2 * blockSize)
+        filters = segmentSpectra(level, impulses: impulses, fft: fft)
+        delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
+        accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
+        window = AlignedFloats(count: 2 * blockSize)
+        timeBuffer = AlignedFloats(count: 2 * blockSize)
+        resultSlotCount = (offset + blockSize - 1) / blockSize + 2
+        results = AlignedFloats(count: resultSlotCount * routing.outputCount * blockSize)
+    }
+
+    /// The job: output block `block` from input samples `(block - 1) * blockSize ..< (block + 1) * blockSize`.
+    /// Real-time safe.
+    func run(block: Int, history: InputHistory, routing: Routing) {
+        let bins = delayLine.paddedBinCount
+        let slot = block % segmentCount
+        for input in 0..<routing.inputCount {
+            history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
+            let x = input * segmentCount + slot
+            fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
+        }
+        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
+        for output in 0..<routing.outputCount {
+            let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
+            accReal.update(repeating: 0, count: bins)
+            accImaginary.update(repeating: 0, count: bins)
+            for segment in 0..<segmentCount {
+                // Slots of blocks before the start were never written: they hold zeros.
+                let older = (slot - segment + segmentCount) % segmentCount
+                for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
+                    let x = routing.entryInput[entry] * segmentCount + older
+                    let h = entry * segmentCount + segment
+                    SpectrumKernels.multiplyAdd(
+                        accumulatorReal: accReal, accumulatorImaginary: accImaginary,
+                        xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
+                        hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
+                }
+            }
+            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
+            (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
+        }
+    }
+
+    /// Adds this level's output for stream samples `position ..< position + count` (within one
+    /// head block), awaiting the job that computed it when a new output block starts.
+    /// Real-time safe; the wait is the scheduler's, bounded.
+    func mixResult(into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
+                   at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, outputCount: Int) {
+        let delayed = position - offset
+        guard delayed >= 0 else { return }  // before the first output this level contributes to
+        let block = delayed / blockSize
+        if block != mixingBlock {
+            mixingBlock = block
+            mixingBlockReady = scheduler.awaitResult(level: schedulerLevel, block: block)
+        }
+        guard mixingBlockReady else { return }  // late: output without it, never block the graph
+        let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
+        let start = delayed - block * blockSize
+        for output in 0..<outputCount {
+            guard let destination = outputs[output] else { continue }
+            let source = resultBlock + output * blockSize + start
+            for n in 0..<count { destination[outputOffset + n] += source[n] }
+        }
+    }
+
+    func reset() {
+        delayLine.zero()
+        results.zero()
+        mixingBlock = -1
+        mixingBlockReady = false
+    }
+}

@@ -1,0 +1,54 @@
+/// How to build an engine. Any call size works with any configuration; these only steer the plan.
+public struct EngineConfiguration: Sendable, Equatable {
+    /// The expected call size (the PipeWire quantum): the planner sizes the head for it.
+    public var expectedBlockSize: Int
+    /// The largest level block size (filter-chain's convolver stops at 4096; long IRs gain from more).
+    public var maxPartitionSize: Int
+    /// A fixed plan instead of the planner's (tests and benchmarks of given layouts).
+    public var fixedPlan: PartitionPlan?
+
+    public init(expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil) {
+        self.expectedBlockSize = expectedBlockSize
+        self.maxPartitionSize = maxPartitionSize
+        self.fixedPlan = fixedPlan
+    }
+
+    /// The plan a uniformly partitioned engine (one level, block = `blockSize`) would use:
+    /// what the benchmark compares against.
+    public static func uniform(blockSize: Int, impulseLength: Int) -> EngineConfiguration {
+        let segments = max(1, (impulseLength + blockSize - 1) / blockSize)
+        let level = PartitionPlan.Level(blockSize: blockSize, segmentCount: segments, offset: 0)
+        return EngineConfiguration(expectedBlockSize: blockSize, maxPartitionSize: blockSize,
+                                   fixedPlan: PartitionPlan(levels: [level], estimatedCoreFraction: .nan,
+                                                            estimatedHeadCoreFraction: .nan))
+    }
+}
+
+public enum EngineConfigurationError: Error, CustomStringConvertible, Equatable {
+    case invalidPlan(String)
+
+    public var description: String {
+        switch self {
+        case .invalidPlan(let why): return "invalid partition plan: \(why)"
+        }
+    }
+}
+
+extension PartitionPlan {
+    /// Checks the invariants the engine relies on.
+    public func validate() throws {
+        guard let head = levels.first, head.offset == 0 else { throw EngineConfigurationError.invalidPlan("no head level at offset 0") }
+        for (index, level) in levels.enumerated() {
+            let isPowerOfTwo = level.blockSize >= 16 && level.blockSize & (level.blockSize - 1) == 0
+            guard isPowerOfTwo, level.segmentCount >= 1 else {
+                throw EngineConfigurationError.invalidPlan("level \(index): block \(level.blockSize) x \(level.segmentCount)")
+            }
+            guard index > 0 else { continue }
+            let previous = levels[index - 1]
+            guard level.offset == previous.end, level.blockSize % head.blockSize == 0,
+                  level.offset >= 2 * level.blockSize else {
+                throw EngineConfigurationError.invalidPlan("level \(index) (\(level.blockSize) @ \(level.offset)) does not follow level \(index - 1) or starts before 2 x its block")
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import Glibc
+
+/// An impulse response at one sample rate: one array of samples per channel, all of one length.
+public struct ImpulseResponse: Sendable, Equatable {
+    public var sampleRate: Double
+    public var channels: [[Float]]
+
+    /// Frames the loader put before the source's time 0, besides the `delay` option: the
+    /// resampling filter's ringing before an IR that starts (almost) at frame 0, which a causal
+    /// filter can only keep late. 0 when not resampled or when the IR has silence in front.
+    public var addedDelayFrames: Int
+
+    public var channelCount: Int { channels.count }
+    public var frameCount: Int { channels.first?.count ?? 0 }
+
+    /// Shorter channels are padded with zeros to the longest one.
+    public init(sampleRate: Double, channels: [[Float]], addedDelayFrames: Int = 0) {
+        let frameCount = channels.map(\.count).max() ?? 0
+        self.sampleRate = sampleRate
+        self.addedDelayFrames = addedDelayFrames
+        self.channels = channels.map { $0.count == frameCount ? $0 : $0 + [Float](repeating: 0, count: frameCount - $0.count) }
+    }
+
+    /// The names `load` accepts after "builtin:".
+    public static let builtinNames = BuiltinImpulseResponse.allCases.map(\.rawValue)
+
+    /// Loads an impulse response for a graph running at `targetRate`.
+    ///
+    /// `spec` is a file path (anything libsndfile reads) or `builtin:NAME` (see `builtinNames`;
+    /// made at `targetRate`, then treated like a file at that rate). The steps, in the order of
+    /// PipeWire filter-chain's convolver:
+    /// 1. read, 2. pick `channel`, 3. cut `offset` and `length` (source rate),
+    /// 4. resample to `targetRate` (libsoxr, `resampleQuality`; keeps the filter's gain and the
+    ///    timing, except that an IR starting at frame 0 is delayed by the resampler's ringing
+    ///    before it, see `addedDelayFrames`),
+    /// 5. trim trailing samples below `trimThresholdDB`, 6. prepend `delay` (target rate),
+    /// 7. `normalize`, then `gain`, 8. check against `maxSeconds`.
+    /// A selection longer than 4 × `maxSeconds` is refused before its samples are read, even if
+    /// trimming would have made it short enough, so that a huge file cannot exhaust memory.
+    public static func load(_ spec: String, sampleRate targetRate: Double,
+                            options: ImpulseResponseOptions = .init()) throws(ImpulseResponseError) -> ImpulseResponse {
+        guard targetRate.isFinite, targetRate >= 1 else {
+            throw .invalidOption(name: "sampleRate", value: "\(targetRate)", reason: "must be a positive number of Hz")
+        }
+        try options.validate()
+
+        var source: (sampleRate: Double, channels: [[Float]], firstFrame: Int)
+        let builtinPrefix = "builtin:"
+        if spec.hasPrefix(builtinPrefix) {
+            let name = String(spec.dropFirst(builtinPrefix.count))
+            guard let builtin = BuiltinImpulseResponse(rawValue: name) else {
+                throw .unknownBuiltin(name: name, known: builtinNames)
+            }
+            let all = builtin.make(sampleRate: targetRate)
+            let selection = try select(spec, channelCount: all.count, frameCount: all[0].count,
+                                       sourceRate: targetRate, targetRate: targetRate, options: options)
+            let picked = selection.channel.map { [all[$0]] } ?? all
+            source = (targetRate, picked.map { Array($0[selection.frames]) }, selection.frames.lowerBound)
+        } else {
+            let file: SoundFileReader
+            do { file = try SoundFileReader(path: spec) } catch { throw ImpulseResponseError(error) }
+            let info = file.info
+            let selection = try select(spec, channelCount: info.channelCount, frameCount: info.frameCount,
+                                       sourceRate: info.sampleRate, targetRate: targetRate, options: options)
+            do {
+                let channels = try file.readChannels(frames: selection.frames, channel: selection.channel)
+                source = (info.sampleRate, channels, selection.frames.lowerBound)
+            } catch { throw ImpulseResponseError(error) }
+        }
+
+        try checkFinite(spec, source.channels, firstChannel: options.channel ?? 0, firstFrame: source.firstFrame)
+
+        var channels = source.channels
+        var addedDelayFrames = 0
+        if source.sampleRate != targetRate {
+            do {
+                (channels, addedDelayFrames) = try Resampler.resample(
+                    channels, from: source.sampleRate, to: targetRate, recipe: options.soxrRecipe.recipe,
+                    leadingThresholdDB: options.trimThresholdDB ?? -120)
+            } catch { throw .resamplingFailed(source: spec, reason: error.reason) }
+        }
+
+        if let thresholdDB = options.trimThresholdDB {
+            channels = trimTrailingSilence(channels, thresholdDB: thresholdDB)
+        }
+
+        let delayFrames = options.delay.frames(atSampleRate: targetRate)
+        if delayFrames > 0 {
+            // Refuse before allocating a delay that alone exceeds the limit many times over.
+            try checkLength(spec, frameCount: channels[0].count + delayFrames, channelCount: channels.count,
+                            targetRate: targetRate, limitSeconds: options.maxSeconds)
+            let silence = [Float](repeating: 0, count: delayFrames)
+            channels = channels.map { silence + $0 }
+        }
+
+        var scale = options.gain
+        if options.normalize {
+            let largestEnergy = channels.map { $0.reduce(0.0) { $0 + Double($1) * Double($1) } }.max() ?? 0
+            guard largestEnergy > 0 else { throw .silent(source: spec) }
+            scale *= Float(1 / largestEnergy.squareRoot())
+        }
+        if scale != 1 {
+            channels = channels.map { $0.map { $0 * scale } }
+        }
+
+        try checkLength(spec, frameCount: channels[0].count, channelCount: channels.count,
+                        targetRate: targetRate, limitSeconds: options.maxSeconds)
+        return ImpulseResponse(sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames)
+    }
+
+    /// Validates `channel`, `offset` and `length` against the source; returns what to read.
+    private static func select(_ spec: String, channelCount: Int, frameCount: Int, sourceRate: Double,
+                               targetRate: Double, options: ImpulseResponseOptions)
+        throws(ImpulseResponseError) -> (channel: Int?, frames: Range<Int>) {
+        guard frameCount > 0, channelCount > 0 else {
+            throw .empty(source: spec, detail: "it has no audio frames")
+        }
+        if let channel = options.channel, channel >= channelCount {
+            throw .channelOutOfRange(source: spec, channel: channel, channelCount: channelCount)
+        }
+        let offsetFrames = options.offset.frames(atSampleRate: sourceRate)
+        guard offsetFrames < frameCount else {
+            let offset = options.offset == .samples(offsetFrames) ? "\(offsetFrames) frames" : "\(options.offset) (\(offsetFrames) frames)"
+            throw .empty(source: spec, detail: "offset \(offset) is at or past its end (\(frameCount) frames)")
+        }
+        let lengthFrames = options.length.frames(atSampleRate: sourceRate)
+        let endFrame = options.length.isZero ? frameCount : min(frameCount, offsetFrames + lengthFrames)
+        guard endFrame > offsetFrames else {
+            throw .empty(source: spec, detail: "length \(options.length) is less than one frame at \(sourceRate) Hz")
+        }
+
+        // Memory guard before reading; the real limit is checked at the end (after trimming).
+        let selectedSeconds = Double(endFrame - offsetFrames) / sourceRate
+        let selectedChannels = options.channel == nil ? channelCount : 1
+        if selectedSeconds > 4 * options.maxSeconds {
+            let frames = Int((selectedSeconds * targetRate).rounded(.up))
+            try checkLength(spec, frameCount: frames, channelCount: selectedChannels,
+                            targetRate: targetRate, limitSeconds: options.maxSeconds)
+        }
+        return (options.channel, offsetFrames..<endFrame)
+    }
+
+    private static func checkFinite(_ spec: String, _ channels: [[Float]], firstChannel: Int,
+                                    firstFrame: Int) throws(ImpulseResponseError) {
+        for (index, samples) in channels.enumerated() {
+            guard let frame = samples.firstIndex(where: { !$0.isFinite }) else { continue }
+            let value = samples[frame].isNaN ? "NaN" : (samples[frame] > 0 ? "+Inf" : "-Inf")
+            throw .nonFiniteSample(source: spec, channel: firstChannel + index, frame: firstFrame + frame, value: value)
+        }
+    }
+
+    /// Cuts every channel after the last frame where any channel reaches `thresholdDB` below the
+    /// peak of all channels. Keeps at least one frame.
+    static func trimTrailingSilence(_ channels: [[Float]], thresholdDB: Float) -> [[Float]] {
+        let peak = channels.map { $0.reduce(0) { max($0, abs($1)) } }.max() ?? 0
+        guard peak > 0 else { return channels.map { Array($0.prefix(1)) } }
+        let threshold = peak * powf(10, thresholdDB / 20)
+        let lastAudible = channels.map { $0.lastIndex(where: { abs($0) >= threshold }) ?? 0 }.max() ?? 0
+        return channels.map { Array($0.prefix(lastAudible + 1)) }
+    }
+
+    private static func checkLength(_ spec: String, frameCount: Int, channelCount: Int, targetRate: Double,
+                                    limitSeconds: Double) throws(ImpulseResponseError) {
+        let seconds = Double(frameCount) / targetRate
+        guard seconds <= limitSeconds else {
+            let (bytes, overflow) = frameCount.multipliedReportingOverflow(by: channelCount * MemoryLayout<Float>.size)
+            throw .tooLong(source: spec, seconds: seconds, limitSeconds: limitSeconds, bytes: overflow ? Int.max : bytes)
+        }
+    }
+}

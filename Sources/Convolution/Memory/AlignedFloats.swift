@@ -1,0 +1,56 @@
+import Glibc
+
+/// A zero-initialised, 64-byte aligned block of Floats, allocated once and freed on deinit.
+///
+/// The engine's buffers are all of this kind: FFTW's new-array execute requires the alignment the
+/// plans were made with, and aligned SIMD loads need it too. Written in place only (no copy-on-write).
+public final class AlignedFloats {
+    public static let alignment = 64
+    public let count: Int
+    public let pointer: UnsafeMutablePointer<Float>
+
+    public init(count: Int) {
+        self.count = count
+        var raw: UnsafeMutableRawPointer?
+        // SAFETY: posix_memalign either fails (checked) or returns `max(count,1)` Floats of storage,
+        // which we bind to Float once and own until deinit.
+        guard posix_memalign(&raw, Self.alignment, max(count, 1) * MemoryLayout<Float>.stride) == 0,
+              let raw else { fatalError("out of memory allocating \(count) samples") }
+        pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
+        pointer.initialize(repeating: 0, count: max(count, 1))
+    }
+
+    deinit { free(pointer) }
+
+    /// Real-time safe.
+    public func zero() { pointer.update(repeating: 0, count: count) }
+}
+
+/// Floats rounded up to whole 64-byte lines, so every array carved from one allocation stays aligned.
+@inline(__always)
+func alignedLength(_ count: Int) -> Int { (count + 15) & ~15 }
+
+/// `count` split-complex spectra of `binCount` bins in one contiguous aligned allocation:
+/// spectrum k is `real(k)[0..<binCount]` and `imaginary(k)[0..<binCount]`.
+/// The padding bins stay zero, so kernels may run over `paddedBinCount` without a scalar tail.
+public final class SplitSpectra {
+    let count: Int
+    let binCount: Int
+    let paddedBinCount: Int
+    private let storage: AlignedFloats
+
+    public init(count: Int, binCount: Int) {
+        self.count = count
+        self.binCount = binCount
+        paddedBinCount = alignedLength(binCount)
+        storage = AlignedFloats(count: 2 * count * paddedBinCount)
+    }
+
+    @inline(__always) public func real(_ index: Int) -> UnsafeMutablePointer<Float> {
+        storage.pointer + 2 * index * paddedBinCount
+    }
+    @inline(__always) public func imaginary(_ index: Int) -> UnsafeMutablePointer<Float> {
+        storage.pointer + (2 * index + 1) * paddedBinCount
+    }
+    func zero() { storage.zero() }
+}

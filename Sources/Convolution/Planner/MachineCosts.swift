@@ -1,0 +1,92 @@
+import Glibc
+
+/// What the planner needs to know about this machine, measured on it: the time of a real FFT
+/// (forward + inverse) per size, and of one complex multiply-add per bin, in and out of cache.
+public struct MachineCosts: Sendable {
+    /// Nanoseconds for one forward plus one inverse real FFT, by FFT size.
+    public var fftPairNanoseconds: [Int: Double]
+    /// Nanoseconds per bin of `SpectrumKernels.multiplyAdd` with spectra that fit in cache.
+    public var multiplyAddNanosecondsPerBinCached: Double
+    /// The same, streaming spectra from memory (long frequency-domain delay lines).
+    public var multiplyAddNanosecondsPerBinStreaming: Double
+
+    /// Working sets above this stream from memory rather than cache.
+    public static let cacheBytes = 1 << 20
+
+    public func fftPair(_ size: Int) -> Double {
+        if let measured = fftPairNanoseconds[size] { return measured }
+        // Past the measured range, scale the largest measurement by N log N.
+        let (largest, time) = fftPairNanoseconds.max { $0.key < $1.key }!
+        let scale = Double(size) * log2(Double(size)) / (Double(largest) * log2(Double(largest)))
+        return time * scale
+    }
+
+    public func multiplyAdd(bins: Int, workingSetBytes: Int) -> Double {
+        Double(bins) * (workingSetBytes > Self.cacheBytes ? multiplyAddNanosecondsPerBinStreaming
+                                                          : multiplyAddNanosecondsPerBinCached)
+    }
+
+    /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom).
+    public static let measured: MachineCosts = measure(fftSizes: (6...15).map { 1 << $0 })
+
+    public static func measure(fftSizes: [Int]) -> MachineCosts {
+        var fftTimes: [Int: Double] = [:]
+        for size in fftSizes {
+            let fft = RealFFT.ofSize(size)
+            let samples = AlignedFloats(count: size)
+            let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
+            for n in 0..<size { samples.pointer[n] = Float(n % 7) - 3 }
+            let repetitions = max(4, (1 << 20) / size)
+            fftTimes[size] = fastestOf(3) {
+                for _ in 0..<repetitions {
+                    fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0))
+                    fft.inverse(real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: samples.pointer)
+                    samples.pointer[0] = 0.5  // keep values bounded: inverse scales by size
+                }
+            } / Double(repetitions)
+        }
+        return MachineCosts(fftPairNanoseconds: fftTimes,
+                            multiplyAddNanosecondsPerBinCached: multiplyAddCost(totalBins: 4096),
+                            multiplyAddNanosecondsPerBinStreaming: multiplyAddCost(totalBins: 1 << 21))
+    }
+
+    /// One accumulator against many (x, h) spectrum pairs, as a delay line does.
+    private static func multiplyAddCost(totalBins: Int) -> Double {
+        let binsPerSpectrum = 1024
+        let pairs = max(1, totalBins / binsPerSpectrum)
+        let x = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
+        let h = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
+        let accumulator = SplitSpectra(count: 1, binCount: binsPerSpectrum)
+        let sweeps = max(2, (1 << 22) / totalBins)
+        let time = fastestOf(3) {
+            for _ in 0..<sweeps {
+                for pair in 0..<pairs {
+                    SpectrumKernels.multiplyAdd(
+                        accumulatorReal: accumulator.real(0), accumulatorImaginary: accumulator.imaginary(0),
+                        xReal: x.real(pair), xImaginary: x.imaginary(pair),
+                        hReal: h.real(pair), hImaginary: h.imaginary(pair), binCount: binsPerSpectrum)
+                }
+            }
+        }
+        return time / Double(sweeps * pairs * binsPerSpectrum)
+    }
+}
+
+/// Monotonic nanoseconds. Real-time safe (clock_gettime).
+@inline(__always)
+public func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+/// The fastest of `runs` timings of `body`, in nanoseconds (the least disturbed by a noisy machine).
+func fastestOf(_ runs: Int, _ body: () -> Void) -> Double {
+    var best = UInt64.max
+    for _ in 0..<runs {
+        let start = monotonicNanoseconds()
+        body()
+        best = min(best, monotonicNanoseconds() - start)
+    }
+    return Double(best)
+}

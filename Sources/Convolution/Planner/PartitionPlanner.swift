@@ -1,0 +1,150 @@
+/// How the impulse response is cut into levels of growing block size.
+///
+/// Level 0, the head, runs on the data thread on every call (zero latency). Each later level `k`
+/// covers IR samples `offset ..< offset + segmentCount * blockSize` with a uniform partition; it may
+/// start only at `offset >= 2 * blockSize`, so its result is due a full period after its input block
+/// completes: time to run it asynchronously.
+public struct PartitionPlan: Sendable, Equatable, CustomStringConvertible {
+    public struct Level: Sendable, Equatable {
+        public var blockSize: Int
+        public var segmentCount: Int
+        /// First IR sample this level covers.
+        public var offset: Int
+        public var end: Int { offset + blockSize * segmentCount }
+
+        public init(blockSize: Int, segmentCount: Int, offset: Int) {
+            self.blockSize = blockSize
+            self.segmentCount = segmentCount
+            self.offset = offset
+        }
+    }
+
+    public var levels: [Level]
+    /// The planner's estimate of the whole engine's cost, in fractions of one core at 48 kHz.
+    public var estimatedCoreFraction: Double
+    /// Of which on the data thread (the head).
+    public var estimatedHeadCoreFraction: Double
+
+    public init(levels: [Level], estimatedCoreFraction: Double = .nan, estimatedHeadCoreFraction: Double = .nan) {
+        self.levels = levels
+        self.estimatedCoreFraction = estimatedCoreFraction
+        self.estimatedHeadCoreFraction = estimatedHeadCoreFraction
+    }
+
+    public var head: Level { levels[0] }
+    public var tails: ArraySlice<Level> { levels.dropFirst() }
+
+    /// "256x4 | 512x2@1024 | ..." : block size x segments @ IR offset.
+    public var description: String {
+        levels.map { level in
+            level.offset == 0 ? "\(level.blockSize)x\(level.segmentCount)"
+                              : "\(level.blockSize)x\(level.segmentCount)@\(level.offset)"
+        }.joined(separator: " | ")
+    }
+}
+
+public enum PartitionPlanner {
+    /// What a plan must serve.
+    public struct Problem: Sendable {
+        public var impulseLength: Int
+        public var inputCount: Int
+        public var outputCount: Int
+        /// Number of (input, output) IRs in the matrix.
+        public var entryCount: Int
+        /// The expected call size (PipeWire quantum). Any call size still works.
+        public var expectedBlockSize: Int
+        public var maxPartitionSize: Int
+        public var sampleRate: Double = 48000
+
+        public init(impulseLength: Int, inputCount: Int, outputCount: Int, entryCount: Int,
+                    expectedBlockSize: Int, maxPartitionSize: Int) {
+            self.impulseLength = impulseLength
+            self.inputCount = inputCount
+            self.outputCount = outputCount
+            self.entryCount = entryCount
+            self.expectedBlockSize = expectedBlockSize
+            self.maxPartitionSize = maxPartitionSize
+        }
+    }
+
+    /// Data-thread time counts this much more than helper time: it is the graph's critical path.
+    static let headWeight = 2.0
+    static let headBlockSizes = (5...11).map { 1 << $0 }  // 32 ... 2048
+    /// Relative cost difference below which the planner keeps the simpler plan.
+    static let planningTolerance = 0.05
+
+    /// The cheapest plan for `problem` under the measured `costs`: every head block size and every
+    /// subset of larger power-of-two tail block sizes is costed; the minimum wins.
+    public static func plan(_ problem: Problem, costs: MachineCosts = .measured) -> PartitionPlan {
+        let length = max(1, problem.impulseLength)
+        let maxBlock = max(32, problem.maxPartitionSize)
+        var best: (cost: Double, plan: PartitionPlan)?
+        for headBlock in headBlockSizes where headBlock <= maxBlock {
+            var tailSizes: [Int] = []
+            var size = headBlock * 2
+            while size <= maxBlock { tailSizes.append(size); size *= 2 }
+            for subset in (0..<(1 << tailSizes.count)).sorted(by: { $0.nonzeroBitCount < $1.nonzeroBitCount }) {
+                let sizes = tailSizes.indices.filter { subset & (1 << $0) != 0 }.map { tailSizes[$0] }
+                guard let levels = layout(length: length, headBlock: headBlock, tailSizes: sizes) else { continue }
+                let (total, head) = cost(levels, problem, costs)
+                let weighted = total + (headWeight - 1) * head
+                // Candidates come simplest first (small head, few levels): a later one must be
+                // clearly cheaper, so measurement noise does not flip plans from run to run.
+                if best == nil || weighted < best!.cost * (1 - planningTolerance) {
+                    best = (weighted, PartitionPlan(levels: levels, estimatedCoreFraction: total,
+                                                    estimatedHeadCoreFraction: head))
+                }
+            }
+        }
+        return best!.plan
+    }
+
+    /// Levels for the given block sizes, each switching to the next as early as allowed
+    /// (offset >= 2 x block); nil when a level would be useless (the IR ends before it).
+    public static func layout(length: Int, headBlock: Int, tailSizes: [Int]) -> [PartitionPlan.Level]? {
+        var levels: [PartitionPlan.Level] = []
+        var offset = 0
+        let blockSizes = [headBlock] + tailSizes
+        for (index, blockSize) in blockSizes.enumerated() {
+            if offset >= length { return nil }
+            let segments: Int
+            if index + 1 < blockSizes.count {
+                let nextStart = 2 * blockSizes[index + 1]
+                segments = max(1, (nextStart - offset + blockSize - 1) / blockSize)
+            } else {
+                segments = (length - offset + blockSize - 1) / blockSize
+            }
+            levels.append(.init(blockSize: blockSize, segmentCount: segments, offset: offset))
+            offset += segments * blockSize
+        }
+        return levels
+    }
+
+    /// (total, head) cost in fractions of a core.
+    public static func cost(_ levels: [PartitionPlan.Level], _ problem: Problem,
+                     _ costs: MachineCosts) -> (Double, Double) {
+        let rate = problem.sampleRate
+        let transformsPerBlock = Double(problem.inputCount + problem.outputCount) / 2  // one FFT pair = 2 transforms
+        func delayLineNanoseconds(_ level: PartitionPlan.Level, segments: Int) -> Double {
+            let bins = alignedLength(level.blockSize + 1)
+            let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
+            return Double(problem.entryCount * segments) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
+        }
+        let head = levels[0]
+        let quantum = max(1, problem.expectedBlockSize)
+        // A call that is not a whole number of head blocks costs a partial-block transform more.
+        let piecesPerCall = quantum % head.blockSize == 0 ? Double(quantum / head.blockSize)
+                                                           : Double(quantum) / Double(head.blockSize) + 1
+        let perPiece = transformsPerBlock * costs.fftPair(2 * head.blockSize) + delayLineNanoseconds(head, segments: 1)
+        let headNanosecondsPerSecond = rate / Double(quantum) * piecesPerCall * perPiece
+            + rate / Double(head.blockSize) * delayLineNanoseconds(head, segments: head.segmentCount - 1)
+        var tailNanosecondsPerSecond = 0.0
+        for level in levels.dropFirst() {
+            let perBlock = transformsPerBlock * costs.fftPair(2 * level.blockSize)
+                + delayLineNanoseconds(level, segments: level.segmentCount)
+            tailNanosecondsPerSecond += rate / Double(level.blockSize) * perBlock
+        }
+        let headFraction = headNanosecondsPerSecond / 1e9
+        return (headFraction + tailNanosecondsPerSecond / 1e9, headFraction)
+    }
+}

@@ -1,0 +1,294 @@
+// The convolver as a PipeWire `pw_filter`: one DSP input and output port per channel position,
+// live Props (gain, mix, bypass, filename), statistics in the node's properties once a second,
+// engines rebuilt off the real-time thread when the graph rate or the IR changes.
+import CConvolverShims
+import CPipeWire
+import Convolution
+import Foundation
+import Workgroup
+
+/// One convolver node on a PipeWire core. Lives on the main loop thread: create, use and
+/// `destroy()` it there. The data thread only runs `RealtimeProcessor.process`.
+public final class ConvolverFilterNode {
+    public private(set) var configuration: NodeConfiguration
+    private let loop: UnsafeMutablePointer<pw_loop>
+    /// For the helper threads' RT policy (module-rt of this context).
+    private let context: OpaquePointer?
+    /// The newest engine built (a second reference, for statistics on the main loop).
+    private var newestSlot: EngineSlot?
+    /// Late levels of engines already replaced.
+    private var lateLevelsOfReplacedEngines = 0
+    private var filter: OpaquePointer?
+    /// PipeWire keeps pointers to the hook and event tables: both outlive the filter.
+    private let filterListener: UnsafeMutablePointer<spa_hook>
+    private let realtime: RealtimeProcessor
+    private var statisticsTimer: UnsafeMutablePointer<spa_source>?
+    private var wakeEvent: UnsafeMutablePointer<spa_source>?
+    private var controls: LiveControls
+    private var expectedBlockSize: Int
+    /// Rate and plan of the newest engine built (active or pending).
+    private var newestRate: Int
+    private var newestPlan: String
+    private var lastPublished: [String: String] = [:]
+    /// Scratch memory for building param pods (main loop only).
+    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+
+    /// Called once when the filter went away on its own (its core disconnected, an error state).
+    public var onFilterGone: (() -> Void)?
+
+    /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
+    /// makes the node rebuild), creates the filter and its ports and connects it.
+    public init(core: OpaquePointer, context: OpaquePointer?, loop: UnsafeMutablePointer<pw_loop>,
+                configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int) throws(ConvolverNodeError) {
+        self.configuration = configuration
+        self.context = context
+        self.loop = loop
+        self.expectedBlockSize = expectedBlockSize
+        controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
+        realtime = RealtimeProcessor(channelCount: configuration.channelCount, controls: controls)
+        filterListener = .allocate(capacity: 1)
+        filterListener.initialize(to: spa_hook())
+
+        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
+                                              context: context)
+        newestRate = sampleRate
+        newestPlan = slot.planDescription
+        newestSlot = slot
+        realtime.activeEngine = Unmanaged.passRetained(slot).toOpaque()
+
+        do {
+            try createFilter(core: core)
+        } catch {
+            destroy()
+            throw error
+        }
+    }
+
+    deinit {
+        destroy()
+        filterListener.deallocate()
+        podBuffer.deallocate()
+    }
+
+    /// The node's global id (SPA_ID_INVALID until the server assigned it).
+    public var nodeID: UInt32 { filter.map { pw_filter_get_node_id($0) } ?? UInt32.max }
+
+    private var userData: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
+
+    private func createFilter(core: OpaquePointer) throws(ConvolverNodeError) {
+        var pairs: [(String, String)] = [
+            (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP"),
+            (PW_KEY_NODE_NAME, configuration.nodeName), (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription),
+            (PW_KEY_MEDIA_NAME, configuration.nodeDescription),
+            ("audio.channels", "\(configuration.channelCount)"),
+            ("audio.position", configuration.positions.joined(separator: ",")),
+        ]
+        if let target = configuration.targetObject { pairs.append((PW_KEY_TARGET_OBJECT, target)) }
+        pairs += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        // pw_filter_new takes ownership of the properties.
+        guard let filter = pw_filter_new(core, configuration.nodeName, makeProperties(pairs)) else {
+            throw .pipeWire(call: "pw_filter_new", errno: errno)
+        }
+        self.filter = filter
+        pw_filter_add_listener(filter, filterListener, Self.filterEvents, userData)
+
+        for (index, position) in configuration.positions.enumerated() {
+            for (direction, prefix) in [(SPA_DIRECTION_INPUT, "input"), (SPA_DIRECTION_OUTPUT, "output")] {
+                let portProperties = makeProperties([
+                    (PW_KEY_FORMAT_DSP, "32 bit float mono audio"), (PW_KEY_PORT_NAME, "\(prefix)_\(position)"),
+                    (PW_KEY_AUDIO_CHANNEL, position),
+                ])
+                guard let port = pw_filter_add_port(filter, direction, PW_FILTER_PORT_FLAG_MAP_BUFFERS,
+                                                    MemoryLayout<UInt64>.size, portProperties, nil, 0) else {
+                    throw .pipeWire(call: "pw_filter_add_port(\(prefix)_\(position))", errno: errno)
+                }
+                if direction == SPA_DIRECTION_INPUT { realtime.inputPorts[index] = port }
+                else { realtime.outputPorts[index] = port }
+            }
+        }
+
+        wakeEvent = cpw_loop_add_event(loop, { data, _ in
+            guard let data else { return }
+            Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
+        }, userData)
+        realtime.wakeLoop = loop
+        realtime.wakeSource = wakeEvent
+        statisticsTimer = cpw_loop_add_timer(loop, { data, _ in
+            guard let data else { return }
+            Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
+        }, userData)
+        var interval = timespec(tv_sec: 1, tv_nsec: 0)
+        var first = timespec(tv_sec: 1, tv_nsec: 0)
+        _ = cpw_loop_update_timer(loop, statisticsTimer, &first, &interval, false)
+
+        let result = pw_filter_connect(filter, PW_FILTER_FLAG_RT_PROCESS, nil, 0)
+        guard result >= 0 else { throw .pipeWire(call: "pw_filter_connect", errno: -result) }
+        publishProps()
+        publishStatistics()
+    }
+
+    /// Destroys the filter (after which the data thread no longer runs `process`), then frees the
+    /// engines and sources. Idempotent.
+    public func destroy() {
+        if let filter {
+            pw_filter_destroy(filter)   // emits `destroy`, which removes our hook and clears `filter`
+            if self.filter != nil {
+                spa_hook_remove(filterListener)
+                self.filter = nil
+            }
+        }
+        if let statisticsTimer { cpw_loop_destroy_source(loop, statisticsTimer) }
+        statisticsTimer = nil
+        if let wakeEvent { cpw_loop_destroy_source(loop, wakeEvent) }
+        wakeEvent = nil
+        realtime.wakeSource = nil
+        // The data thread is gone: every engine slot is ours to free.
+        for pointer in [realtime.activeEngine, realtime.pendingEngine.exchange(nil, ordering: .acquiring),
+                        realtime.retiredEngine.exchange(nil, ordering: .acquiring)] {
+            if let pointer { Self.free(pointer) }
+        }
+        realtime.activeEngine = nil
+        newestSlot = nil
+    }
+
+    private static func free(_ slotPointer: UnsafeMutableRawPointer) {
+        let slot = Unmanaged<EngineSlot>.fromOpaque(slotPointer).takeRetainedValue()
+        slot.stop()
+    }
+
+    // MARK: - Engines
+
+    /// Builds an engine for `sampleRate` with `configuration` and hands it to the data thread.
+    /// Slow (IR load, resampling, planning); runs on the main loop, never on the data thread.
+    private func installEngine(configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) {
+        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
+                                              context: context)
+        newestRate = sampleRate
+        newestPlan = slot.planDescription
+        if let previous = newestSlot { lateLevelsOfReplacedEngines += previous.scheduler.statistics().lateLevels }
+        newestSlot = slot
+        if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
+            Self.free(unused)   // the data thread never took it
+        }
+        PipeWireLog.info("\(configuration.nodeName): engine for \(sampleRate) Hz ready (\(slot.planDescription))")
+    }
+
+    /// The data thread retired an engine or saw a new graph rate.
+    private func dataThreadWokeUs() {
+        realtime.mainLoopWoken.store(false, ordering: .releasing)
+        if let retired = realtime.retiredEngine.exchange(nil, ordering: .acquiringAndReleasing) {
+            Self.free(retired)
+        }
+        let rate = realtime.mismatchedRate.load(ordering: .relaxed)
+        if rate > 0 && rate != newestRate {
+            do {
+                try installEngine(configuration: configuration, sampleRate: rate)
+            } catch {
+                PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(rate) Hz: \(error)")
+                newestRate = rate   // do not retry every cycle; a later change retries
+            }
+        }
+    }
+
+    // MARK: - Props
+
+    private func publishProps() {
+        guard let filter,
+              let pod = PropsParam.build(controls, filename: configuration.filename, into: podBuffer) else { return }
+        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
+        _ = pw_filter_update_params(filter, nil, &params, 1)
+    }
+
+    fileprivate func propsChanged(_ pod: UnsafePointer<spa_pod>) {
+        let change = PropsParam.parse(pod)
+        if !change.rejected.isEmpty {
+            PipeWireLog.warning("\(configuration.nodeName): Props ignored (unknown key or bad value): \(change.rejected.joined(separator: ", "))")
+        }
+        if let gain = change.gain { controls.gain = gain }
+        if let mix = change.mix { controls.mix = mix }
+        if let bypass = change.bypass { controls.bypass = bypass }
+        realtime.setControls(controls)
+        configuration.gain = controls.gain
+        configuration.mix = controls.mix
+        configuration.bypass = controls.bypass
+        if let filename = change.filename, filename != configuration.filename || !configuration.impulses.isEmpty {
+            var next = configuration
+            next.filename = filename
+            next.impulses = []
+            do {
+                try installEngine(configuration: next, sampleRate: newestRate)
+                configuration = next
+            } catch {
+                PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
+            }
+        }
+        publishProps()
+    }
+
+    // MARK: - Statistics
+
+    /// Node properties with live statistics, once a second (main loop).
+    private func publishStatistics() {
+        guard let filter else { return }
+        let busy = realtime.statistics.drainBusy()
+        let helpers = newestSlot?.scheduler.statistics()
+        let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"
+        var values: [String: String] = [
+            "convolver.calls": "\(realtime.statistics.calls.load(ordering: .relaxed))",
+            "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
+            "convolver.late-levels": "\(lateLevelsOfReplacedEngines + (helpers?.lateLevels ?? 0))",
+            "convolver.helper-margin-p99-us": marginP99,
+            "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
+            "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
+            "convolver.rate": "\(newestRate)",
+            "convolver.plan": newestPlan,
+            "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
+        ]
+        if let busy {
+            values["convolver.busy-p99-us"] = String(format: "%.1f", Double(busy.p99) / 1000)
+            values["convolver.busy-max-us"] = String(format: "%.1f", Double(busy.max) / 1000)
+        } else {
+            values["convolver.busy-p99-us"] = lastPublished["convolver.busy-p99-us"] ?? "0"
+            values["convolver.busy-max-us"] = lastPublished["convolver.busy-max-us"] ?? "0"
+        }
+        guard values != lastPublished else { return }
+        lastPublished = values
+        let properties = makeProperties(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        _ = pw_filter_update_properties(filter, nil, &properties.pointee.dict)
+        pw_properties_free(properties)
+    }
+
+    // MARK: - Filter events (C callbacks; `data` is the unretained node)
+
+    private static let filterEvents: UnsafeMutablePointer<pw_filter_events> = {
+        var events = pw_filter_events()
+        events.version = UInt32(PW_VERSION_FILTER_EVENTS)
+        events.destroy = { data in
+            guard let data else { return }
+            let node = Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue()
+            spa_hook_remove(node.filterListener)
+            node.filter = nil
+        }
+        events.state_changed = { data, _, state, error in
+            guard let data else { return }
+            let node = Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue()
+            if state == PW_FILTER_STATE_ERROR {
+                PipeWireLog.error("\(node.configuration.nodeName): filter error: \(error.map { String(cString: $0) } ?? "unknown")")
+            } else if state == PW_FILTER_STATE_UNCONNECTED {
+                node.onFilterGone?()
+            }
+        }
+        events.param_changed = { data, portData, id, param in
+            guard let data, portData == nil, id == SPA_PARAM_Props.rawValue, let param else { return }
+            Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().propsChanged(param)
+        }
+        events.process = { data, position in
+            guard let data else { return }
+            // Sound: the node outlives the filter (destroy() destroys the filter first).
+            Unmanaged<ConvolverFilterNode>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.realtime.process(position: position) }
+        }
+        let pointer = UnsafeMutablePointer<pw_filter_events>.allocate(capacity: 1)
+        pointer.initialize(to: events)
+        return pointer
+    }()
+}

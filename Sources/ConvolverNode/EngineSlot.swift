@@ -1,0 +1,101 @@
+// An engine built for one sample rate, and how it is built from a NodeConfiguration.
+// Built off the real-time thread; handed to the data thread through RealtimeProcessor's atomics.
+import Convolution
+import Foundation
+import Workgroup
+
+/// One ready-to-run engine with what the data thread needs beside it.
+final class EngineSlot {
+    let engine: ConvolutionEngine
+    /// Runs the engine's tail levels on real-time helpers; `beginCycle` before each call.
+    let scheduler: WorkgroupLevelScheduler
+    let sampleRate: Int
+    /// Per-sample coefficient of the one-pole smoother for gain/mix/bypass at this rate (~5 ms).
+    let smoothingCoefficient: Float
+    /// For the node's `convolver.plan` property.
+    let planDescription: String
+
+    init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String) {
+        self.engine = engine
+        self.scheduler = scheduler
+        self.sampleRate = sampleRate
+        self.smoothingCoefficient = Float(1 - exp(-1 / (0.005 * Double(sampleRate))))
+        self.planDescription = planDescription
+    }
+
+    /// Stops the engine's scheduler; call off the real-time thread before the last release.
+    func stop() { engine.stop() }
+}
+
+enum EngineFactory {
+    /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
+    /// Slow (file I/O, resampling, FFT planning): never on the data thread.
+    /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
+    static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
+                         context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
+        let matrix = try makeMatrix(configuration, sampleRate: sampleRate)
+        let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
+                                                      maxPartitionSize: configuration.maxPartitionSize)
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
+        schedulerConfiguration.threadCount = configuration.workgroupThreads
+        if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
+        schedulerConfiguration.sampleRate = Double(sampleRate)
+        schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
+        let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
+        let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
+        let engine: ConvolutionEngine
+        do {
+            engine = try ConvolutionEngine(matrix: matrix, configuration: engineConfiguration, scheduler: scheduler)
+        } catch {
+            throw .engine("\(error)")
+        }
+        return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)")
+    }
+
+    static func makeMatrix(_ configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        let channelCount = configuration.channelCount
+        if configuration.impulses.isEmpty, let filename = configuration.filename {
+            let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
+                                                 delay: .samples(configuration.delay),
+                                                 resampleQuality: configuration.resampleQuality)
+            let impulseResponse = try load(filename, key: "filename", sampleRate: sampleRate, options: options)
+            do {
+                return try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+            } catch {
+                throw .impulseResponse(key: "filename", message: "\(error)", errno: EINVAL)
+            }
+        }
+        var entries: [ConvolutionMatrix.Entry] = []
+        for (index, impulse) in configuration.impulses.enumerated() {
+            let options = ImpulseResponseOptions(channel: impulse.channel, offset: .samples(impulse.offset),
+                                                 length: .samples(impulse.length), delay: .samples(impulse.delay),
+                                                 gain: Float(impulse.gain), resampleQuality: configuration.resampleQuality)
+            let impulseResponse = try load(impulse.filename, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
+            entries.append(.init(input: impulse.input, output: impulse.output, impulse: impulseResponse.channels[0]))
+        }
+        let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: channelCount, entries: entries)
+        do {
+            try matrix.validate()
+        } catch {
+            throw .impulseResponse(key: "impulses", message: "\(error)", errno: EINVAL)
+        }
+        return matrix
+    }
+
+    /// `ImpulseResponse.load`, its error turned into one naming the module key.
+    static func load(_ spec: String, key: String, sampleRate: Int,
+                     options: ImpulseResponseOptions) throws(ConvolverNodeError) -> ImpulseResponse {
+        do {
+            return try ImpulseResponse.load(spec, sampleRate: Double(sampleRate), options: options)
+        } catch {
+            let code: Int32
+            switch error {
+            case .fileNotFound: code = ENOENT
+            case .unreadable: code = EACCES
+            case .tooLong: code = EFBIG
+            default: code = EINVAL
+            }
+            throw .impulseResponse(key: key, message: error.description, errno: code)
+        }
+    }
+}

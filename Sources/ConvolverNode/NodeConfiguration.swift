@@ -1,0 +1,296 @@
+import Workgroup
+
+/// Everything that configures one convolver node: the module's arguments and `pw-convolver run`'s
+/// options are both read into this type, with the same keys, defaults, limits and errors.
+///
+/// Keys follow filter-chain's convolver where they mean the same (`filename`, `channel`, `gain`,
+/// `delay`, `offset`, `length`, `resample.quality`; lengths and delays in samples of the IR file).
+public struct NodeConfiguration: Sendable, Equatable {
+    /// One entry of the optional `impulses` matrix: IR `filename` channel `channel` convolves
+    /// input `input` into output `output`.
+    public struct Impulse: Sendable, Equatable {
+        public var input: Int
+        public var output: Int
+        public var filename: String
+        public var channel = 0
+        public var gain = 1.0
+        public var delay = 0
+        public var offset = 0
+        public var length = 0
+        public init(input: Int, output: Int, filename: String) {
+            self.input = input
+            self.output = output
+            self.filename = filename
+        }
+    }
+
+    public var nodeName = "swift-convolver"
+    public var nodeDescription = "Convolver"
+    /// Channel positions; one input and one output port per position (`input_FL`, `output_FL` …).
+    public var positions: [String] = ["FL", "FR"]
+    /// The IR: a file path or `builtin:NAME`. Nil when `impulses` gives the matrix.
+    public var filename: String?
+    /// Linear gain of the wet signal's IR (as filter-chain's convolver `gain`).
+    public var gain = 1.0
+    /// Dry/wet: 0 = input only, 1 = convolved only.
+    public var mix = 1.0
+    public var bypass = false
+    /// Extra delay of the IR, in samples.
+    public var delay = 0
+    /// First sample of the IR file to use, and how many (0 = to the end).
+    public var offset = 0
+    public var length = 0
+    /// Quality of the IR resampler when the file's rate differs from the graph's.
+    public var resampleQuality = 4
+    /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
+    public var impulses: [Impulse] = []
+    /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.
+    public var workgroupThreads: ThreadCount = .auto
+    /// SCHED_FIFO priority of the helpers; 0 = just below the data thread (module-rt's 88 − 1).
+    public var workgroupPriority = 0
+    /// Largest partition (level block) size, a power of two.
+    public var maxPartitionSize = 16384
+    /// `target.object`, for session managers that route the node.
+    public var targetObject: String?
+    /// `node.*`, `media.*`, `priority.*` keys other than the ones above, passed to the node as is.
+    public var extraNodeProperties: [String: String] = [:]
+
+    public var channelCount: Int { positions.count }
+
+    public init() {}
+
+    /// Limits: values outside are errors naming the key.
+    public static let channelLimit = 64
+    public static let gainLimit = 100.0
+    public static let sampleCountLimit = 1 << 24
+    public static let threadLimit = 32
+
+    /// Reads module arguments (SPA-JSON text). Unknown keys are returned as warnings.
+    public static func parse(arguments: String) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
+        let value: SPAJSONValue
+        do {
+            value = try SPAJSONValue.parse(arguments)
+        } catch {
+            throw NodeConfigurationError(key: "args", message: error.description)
+        }
+        return try parse(value)
+    }
+
+    /// Reads a parsed SPA-JSON object of module arguments.
+    public static func parse(_ arguments: SPAJSONValue) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
+        guard case let .object(members) = arguments else {
+            throw NodeConfigurationError(key: "args", message: "expected an object { key = value ... }")
+        }
+        var configuration = NodeConfiguration()
+        var warnings: [String] = []
+        var channelCount: Int?
+        var positions: [String]?
+        for member in members {
+            let key = member.key
+            let value = member.value
+            switch key {
+            case "node.name": configuration.nodeName = try text(value, key)
+            case "node.description": configuration.nodeDescription = try text(value, key)
+            case "audio.channels": channelCount = try integer(value, key, 1...channelLimit)
+            case "audio.position": positions = try channelPositions(value, key)
+            case "filename": configuration.filename = try text(value, key)
+            case "gain": configuration.gain = try number(value, key, 0...gainLimit)
+            case "mix": configuration.mix = try number(value, key, 0...1)
+            case "bypass": configuration.bypass = try boolean(value, key)
+            case "delay": configuration.delay = try integer(value, key, 0...sampleCountLimit)
+            case "offset": configuration.offset = try integer(value, key, 0...sampleCountLimit)
+            case "length": configuration.length = try integer(value, key, 0...sampleCountLimit)
+            case "resample.quality": configuration.resampleQuality = try integer(value, key, 0...14)
+            case "impulses": configuration.impulses = try impulses(value, key, &warnings)
+            case "workgroup":
+                for (subkey, subvalue) in try object(value, key) {
+                    switch subkey {
+                    case "threads":
+                        guard let text = subvalue.text, let count = ThreadCount(argument: text) else {
+                            throw NodeConfigurationError(key: "workgroup.threads",
+                                message: "'\(subvalue.text ?? "(not a value)")' is not auto, levels or a thread count")
+                        }
+                        if case let .fixed(threads) = count, threads > threadLimit {
+                            throw NodeConfigurationError(key: "workgroup.threads", message: "\(threads) is outside 1...\(threadLimit)")
+                        }
+                        configuration.workgroupThreads = count
+                    case "rt.prio": configuration.workgroupPriority = try integer(subvalue, "workgroup.rt.prio", 0...99)
+                    default: warnings.append("unknown key 'workgroup.\(subkey)' ignored")
+                    }
+                }
+            case "partition":
+                for (subkey, subvalue) in try object(value, key) {
+                    switch subkey {
+                    case "max":
+                        let size = try integer(subvalue, "partition.max", 256...65536)
+                        guard size & (size - 1) == 0 else {
+                            throw NodeConfigurationError(key: "partition.max", message: "\(size) is not a power of two")
+                        }
+                        configuration.maxPartitionSize = size
+                    default: warnings.append("unknown key 'partition.\(subkey)' ignored")
+                    }
+                }
+            case "target.object": configuration.targetObject = try text(value, key)
+            default:
+                if key.hasPrefix("node.") || key.hasPrefix("media.") || key.hasPrefix("priority.") {
+                    configuration.extraNodeProperties[key] = value.text ?? ""
+                } else {
+                    warnings.append("unknown key '\(key)' ignored")
+                }
+            }
+        }
+        if let positions {
+            if let channelCount, channelCount != positions.count {
+                throw NodeConfigurationError(key: "audio.position",
+                    message: "has \(positions.count) positions but audio.channels is \(channelCount)")
+            }
+            configuration.positions = positions
+        } else if let channelCount {
+            configuration.positions = defaultPositions(channelCount: channelCount)
+        }
+        try configuration.validate()
+        return (configuration, warnings)
+    }
+
+    /// Checks what single keys cannot: an IR is given, matrix indices fit the channels.
+    public func validate() throws(NodeConfigurationError) {
+        if filename == nil && impulses.isEmpty {
+            throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
+        }
+        for (index, impulse) in impulses.enumerated() {
+            if impulse.input >= channelCount {
+                throw NodeConfigurationError(key: "impulses[\(index)].input",
+                    message: "\(impulse.input) is out of range for \(channelCount) channels")
+            }
+            if impulse.output >= channelCount {
+                throw NodeConfigurationError(key: "impulses[\(index)].output",
+                    message: "\(impulse.output) is out of range for \(channelCount) channels")
+            }
+        }
+    }
+
+    /// MONO for 1 channel, FL FR for 2, AUX0… otherwise (as PipeWire's defaults).
+    public static func defaultPositions(channelCount: Int) -> [String] {
+        switch channelCount {
+        case 1: return ["MONO"]
+        case 2: return ["FL", "FR"]
+        default: return (0..<channelCount).map { "AUX\($0)" }
+        }
+    }
+
+    // MARK: - Value readers: each error names the key.
+
+    static func text(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> String {
+        guard let text = value.text, !text.isEmpty else {
+            throw NodeConfigurationError(key: key, message: "expected a non-empty string")
+        }
+        return text
+    }
+
+    static func number(_ value: SPAJSONValue, _ key: String, _ range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
+        guard let number = value.number else {
+            throw NodeConfigurationError(key: key, message: "'\(value.text ?? "(not a value)")' is not a number")
+        }
+        guard range.contains(number) else {
+            throw NodeConfigurationError(key: key, message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
+        }
+        return number
+    }
+
+    static func integer(_ value: SPAJSONValue, _ key: String, _ range: ClosedRange<Int>) throws(NodeConfigurationError) -> Int {
+        guard let number = value.number, number == number.rounded(), abs(number) < 1e15 else {
+            throw NodeConfigurationError(key: key, message: "'\(value.text ?? "(not a value)")' is not an integer")
+        }
+        guard range.contains(Int(number)) else {
+            throw NodeConfigurationError(key: key, message: "\(Int(number)) is outside \(range.lowerBound)...\(range.upperBound)")
+        }
+        return Int(number)
+    }
+
+    static func boolean(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> Bool {
+        guard let bool = value.bool else {
+            throw NodeConfigurationError(key: key, message: "'\(value.text ?? "(not a value)")' is not true or false")
+        }
+        return bool
+    }
+
+    static func object(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> [(String, SPAJSONValue)] {
+        guard case let .object(members) = value else {
+            throw NodeConfigurationError(key: key, message: "expected an object { ... }")
+        }
+        return members.map { ($0.key, $0.value) }
+    }
+
+    /// `[ FL FR ]`, or a string `"FL,FR"` / `"[ FL, FR ]"` as PipeWire's own parser accepts.
+    static func channelPositions(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> [String] {
+        let names: [String]
+        switch value {
+        case let .array(elements):
+            var collected: [String] = []
+            for element in elements { collected.append(try text(element, key)) }
+            names = collected
+        case let .string(text), let .word(text):
+            names = text.split(whereSeparator: { " ,[]\t".contains($0) }).map(String.init)
+        case .object:
+            throw NodeConfigurationError(key: key, message: "expected a list of positions like [ FL FR ]")
+        }
+        guard !names.isEmpty, names.count <= channelLimit else {
+            throw NodeConfigurationError(key: key, message: "needs 1...\(channelLimit) positions, got \(names.count)")
+        }
+        for name in names where !name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+            throw NodeConfigurationError(key: key, message: "'\(name)' is not a channel position name")
+        }
+        guard Set(names).count == names.count else {
+            throw NodeConfigurationError(key: key, message: "positions repeat: \(names.joined(separator: " "))")
+        }
+        return names
+    }
+
+    static func impulses(_ value: SPAJSONValue, _ key: String, _ warnings: inout [String]) throws(NodeConfigurationError) -> [Impulse] {
+        guard case let .array(elements) = value else {
+            throw NodeConfigurationError(key: key, message: "expected a list [ { input = 0 output = 0 filename = ... } ... ]")
+        }
+        var impulses: [Impulse] = []
+        for (index, element) in elements.enumerated() {
+            let prefix = "\(key)[\(index)]"
+            var input: Int?, output: Int?, filename: String?
+            var channel = 0, gain = 1.0, delay = 0, offset = 0, length = 0
+            for (subkey, subvalue) in try object(element, prefix) {
+                let name = "\(prefix).\(subkey)"
+                switch subkey {
+                case "input": input = try integer(subvalue, name, 0...(channelLimit - 1))
+                case "output": output = try integer(subvalue, name, 0...(channelLimit - 1))
+                case "filename": filename = try text(subvalue, name)
+                case "channel": channel = try integer(subvalue, name, 0...(channelLimit - 1))
+                case "gain": gain = try number(subvalue, name, -gainLimit...gainLimit)
+                case "delay": delay = try integer(subvalue, name, 0...sampleCountLimit)
+                case "offset": offset = try integer(subvalue, name, 0...sampleCountLimit)
+                case "length": length = try integer(subvalue, name, 0...sampleCountLimit)
+                default: warnings.append("unknown key '\(name)' ignored")
+                }
+            }
+            guard let input else { throw NodeConfigurationError(key: "\(prefix).input", message: "missing") }
+            guard let output else { throw NodeConfigurationError(key: "\(prefix).output", message: "missing") }
+            guard let filename else { throw NodeConfigurationError(key: "\(prefix).filename", message: "missing") }
+            var impulse = Impulse(input: input, output: output, filename: filename)
+            impulse.channel = channel
+            impulse.gain = gain
+            impulse.delay = delay
+            impulse.offset = offset
+            impulse.length = length
+            impulses.append(impulse)
+        }
+        return impulses
+    }
+}
+
+/// A configuration mistake, naming the key (or `args` for syntax errors).
+public struct NodeConfigurationError: Error, Equatable, CustomStringConvertible {
+    public var key: String
+    public var message: String
+    public init(key: String, message: String) {
+        self.key = key
+        self.message = message
+    }
+    public var description: String { "\(key): \(message)" }
+}

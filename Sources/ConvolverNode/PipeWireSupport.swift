@@ -1,0 +1,160 @@
+// The C-facing helpers of the node in one place: errors from negative returns, logging, property
+// dictionaries, and the Props param (build and parse). Not real-time code.
+import CConvolverShims
+import CPipeWire
+import Glibc
+
+/// Why a node could not be made or changed. Every message names the key, file or call.
+public enum ConvolverNodeError: Error, CustomStringConvertible, Equatable {
+    /// A module argument or command-line option is wrong.
+    case configuration(NodeConfigurationError)
+    /// An impulse response could not be loaded (`key` is `filename` or `impulses[i].filename`).
+    case impulseResponse(key: String, message: String, errno: Int32)
+    /// The engine refused the matrix or its plan.
+    case engine(String)
+    /// A PipeWire call failed with a negative errno.
+    case pipeWire(call: String, errno: Int32)
+
+    public var description: String {
+        switch self {
+        case let .configuration(error): return error.description
+        case let .impulseResponse(key, message, _): return "\(key): \(message)"
+        case let .engine(message): return "engine: \(message)"
+        case let .pipeWire(call, errno): return "\(call) failed: \(String(cString: strerror(errno)))"
+        }
+    }
+
+    /// The negative errno `pipewire__module_init` returns for this error.
+    public var negativeErrno: Int32 {
+        switch self {
+        case .configuration: return -EINVAL
+        case let .impulseResponse(_, _, errno): return -errno
+        case .engine: return -EINVAL
+        case let .pipeWire(_, errno): return -errno
+        }
+    }
+}
+
+/// PipeWire's log (the daemon's log, or stderr of a client), with the module's prefix.
+enum PipeWireLog {
+    static func info(_ message: String) { cpw_log(SPA_LOG_LEVEL_INFO, "swift-convolver: " + message) }
+    static func warning(_ message: String) { cpw_log(SPA_LOG_LEVEL_WARN, "swift-convolver: " + message) }
+    static func error(_ message: String) { cpw_log(SPA_LOG_LEVEL_ERROR, "swift-convolver: " + message) }
+}
+
+/// Builds a `pw_properties` from Swift pairs. The caller owns the result (`pw_properties_free`, or
+/// give it to a call that takes ownership such as `pw_filter_new`).
+func makeProperties(_ pairs: [(String, String)]) -> UnsafeMutablePointer<pw_properties> {
+    let properties = pw_properties_new_string("")!
+    for (key, value) in pairs { pw_properties_set(properties, key, value) }
+    return properties
+}
+
+/// The live controls, as carried by the Props param's `params` struct (filter-chain's convention):
+/// `{ params = [ "gain" 0.5 "mix" 0.3 "bypass" false ] }`.
+struct LiveControls: Equatable {
+    var gain: Double
+    var mix: Double
+    var bypass: Bool
+}
+
+/// A change requested by a Props param: any subset of the controls, and (for IR hot-swap) a new
+/// `filename`.
+struct PropsChange {
+    var gain: Double?
+    var mix: Double?
+    var bypass: Bool?
+    var filename: String?
+    /// Keys that were present but wrong or unknown, for one warning.
+    var rejected: [String] = []
+}
+
+enum PropsParam {
+    /// Builds the Props object into `buffer`; returns the pod inside it.
+    static func build(_ controls: LiveControls, filename: String?,
+                      into buffer: UnsafeMutableRawBufferPointer) -> UnsafeMutablePointer<spa_pod>? {
+        var builder = spa_pod_builder()
+        spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
+        var objectFrame = spa_pod_frame()
+        var structFrame = spa_pod_frame()
+        spa_pod_builder_push_object(&builder, &objectFrame, UInt32(SPA_TYPE_OBJECT_Props), SPA_PARAM_Props.rawValue)
+        spa_pod_builder_prop(&builder, SPA_PROP_params.rawValue, 0)
+        spa_pod_builder_push_struct(&builder, &structFrame)
+        spa_pod_builder_string(&builder, "gain")
+        spa_pod_builder_float(&builder, Float(controls.gain))
+        spa_pod_builder_string(&builder, "mix")
+        spa_pod_builder_float(&builder, Float(controls.mix))
+        spa_pod_builder_string(&builder, "bypass")
+        spa_pod_builder_bool(&builder, controls.bypass)
+        if let filename {
+            spa_pod_builder_string(&builder, "filename")
+            spa_pod_builder_string(&builder, filename)
+        }
+        spa_pod_builder_pop(&builder, &structFrame)
+        let pod = spa_pod_builder_pop(&builder, &objectFrame)
+        return pod?.assumingMemoryBound(to: spa_pod.self)
+    }
+
+    /// Reads the `params` struct of a Props object. Values may come as float, double, int, long,
+    /// bool or string (pw-cli picks the pod type from the JSON text).
+    static func parse(_ pod: UnsafePointer<spa_pod>) -> PropsChange {
+        var change = PropsChange()
+        guard let prop = spa_pod_find_prop(pod, nil, SPA_PROP_params.rawValue) else { return change }
+        // Sound: `prop` points into `pod`, valid for this call; the parser reads within its size.
+        let structPod = UnsafeMutableRawPointer(mutating: prop).advanced(by: MemoryLayout<UInt32>.size * 2)
+            .assumingMemoryBound(to: spa_pod.self)
+        guard spa_pod_is_struct(structPod) != 0 else { return change }
+        var parser = spa_pod_parser()
+        var frame = spa_pod_frame()
+        spa_pod_parser_pod(&parser, structPod)
+        guard spa_pod_parser_push_struct(&parser, &frame) == 0 else { return change }
+        while true {
+            var keyPointer: UnsafePointer<CChar>?
+            guard spa_pod_parser_get_string(&parser, &keyPointer) == 0, let keyPointer else { break }
+            let key = String(cString: keyPointer)
+            guard let value = spa_pod_parser_next(&parser) else { break }
+            switch key {
+            case "gain":
+                if let number = number(value), (0...NodeConfiguration.gainLimit).contains(number) { change.gain = number }
+                else { change.rejected.append(key) }
+            case "mix":
+                if let number = number(value), (0...1).contains(number) { change.mix = number }
+                else { change.rejected.append(key) }
+            case "bypass":
+                if let flag = boolean(value) { change.bypass = flag } else { change.rejected.append(key) }
+            case "filename":
+                var text: UnsafePointer<CChar>?
+                if spa_pod_get_string(value, &text) == 0, let text, text.pointee != 0 {
+                    change.filename = String(cString: text)
+                } else {
+                    change.rejected.append(key)
+                }
+            default:
+                change.rejected.append(key)
+            }
+        }
+        return change
+    }
+
+    private static func number(_ pod: UnsafeMutablePointer<spa_pod>) -> Double? {
+        var float: Float = 0, double: Double = 0, int: Int32 = 0, long: Int64 = 0
+        let value: Double
+        if spa_pod_get_float(pod, &float) == 0 { value = Double(float) }
+        else if spa_pod_get_double(pod, &double) == 0 { value = double }
+        else if spa_pod_get_int(pod, &int) == 0 { value = Double(int) }
+        else if spa_pod_get_long(pod, &long) == 0 { value = Double(long) }
+        else { return nil }
+        return value.isFinite ? value : nil
+    }
+
+    private static func boolean(_ pod: UnsafeMutablePointer<spa_pod>) -> Bool? {
+        var flag = false
+        if spa_pod_get_bool(pod, &flag) == 0 { return flag }
+        if let number = number(pod) { return number != 0 }
+        var text: UnsafePointer<CChar>?
+        if spa_pod_get_string(pod, &text) == 0, let text {
+            return SPAJSONValue.word(String(cString: text)).bool
+        }
+        return nil
+    }
+}

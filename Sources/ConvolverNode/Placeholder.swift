@@ -1,3 +1,0 @@
-import Convolution
-import Workgroup
-public enum ConvolverNodePlaceholder {}

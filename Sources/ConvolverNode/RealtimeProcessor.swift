@@ -1,0 +1,187 @@
+// The data-thread side of the node: port buffers → engine → dry/wet mix, with statistics.
+// Everything here is allocated at setup; `process` is the only code PipeWire's data thread runs.
+import CConvolverShims
+import CPipeWire
+import Convolution
+import Synchronization
+import Workgroup
+
+/// State shared between the main loop (which builds engines and sets controls) and the data thread
+/// (which runs `process`). The data thread never waits on the main loop: engines travel through
+/// two atomic slots, controls through atomics.
+///
+/// Engine hand-over: the main loop stores a new engine in `pendingEngine`. At the start of a call
+/// the data thread takes it, but only when `retiredEngine` is empty; the engine it replaces goes
+/// to `retiredEngine`, and the main loop (woken by an event) stops and frees it there. So an
+/// engine is freed only after the data thread has let go of it, and no call sees a half-made one.
+final class RealtimeProcessor {
+    let channelCount: Int
+    /// Port data pointers from `pw_filter_add_port`, one per channel.
+    let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    /// This call's buffers (nil: port not linked).
+    private let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>?>
+    private let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+
+    /// Retained `EngineSlot`s (Unmanaged opaque pointers), see the type's doc.
+    let pendingEngine = Atomic<UnsafeMutableRawPointer?>(nil)
+    let retiredEngine = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// The engine in use. Owned by the data thread while the filter is connected; by the main loop
+    /// before the first connect and after the filter is destroyed.
+    var activeEngine: UnsafeMutableRawPointer?
+
+    /// Control targets as Float bit patterns (Atomic has no Float).
+    private let gainBits: Atomic<UInt32>
+    private let mixBits: Atomic<UInt32>
+    private let bypassFlag: Atomic<Bool>
+    /// Smoothed amounts of the convolved (wet) and input (dry) signal, data thread only.
+    private var wetAmount: Float
+    private var dryAmount: Float
+
+    /// The graph rate the data thread saw last, when it differs from the engine's.
+    let mismatchedRate = Atomic<Int>(0)
+    /// Set by the data thread when it has asked the main loop for something (new rate, an engine
+    /// to free); cleared by the main loop when it looked. Keeps the data thread to one wake-up.
+    let mainLoopWoken = Atomic<Bool>(false)
+    /// Where to wake the main loop: an eventfd source (`cpw_loop_signal_event` is RT safe).
+    var wakeLoop: UnsafeMutablePointer<pw_loop>?
+    var wakeSource: UnsafeMutablePointer<spa_source>?
+
+    let statistics = ProcessStatistics()
+    /// Share of the call's period the data thread may spend waiting for helper results; the rest
+    /// is the safety margin for the rest of the graph.
+    static let waitFraction = 0.75
+
+    init(channelCount: Int, controls: LiveControls) {
+        self.channelCount = channelCount
+        inputPorts = .allocate(capacity: channelCount)
+        inputPorts.initialize(repeating: nil, count: channelCount)
+        outputPorts = .allocate(capacity: channelCount)
+        outputPorts.initialize(repeating: nil, count: channelCount)
+        inputBuffers = .allocate(capacity: channelCount)
+        inputBuffers.initialize(repeating: nil, count: channelCount)
+        outputBuffers = .allocate(capacity: channelCount)
+        outputBuffers.initialize(repeating: nil, count: channelCount)
+        gainBits = Atomic(Float(controls.gain).bitPattern)
+        mixBits = Atomic(Float(controls.mix).bitPattern)
+        bypassFlag = Atomic(controls.bypass)
+        (wetAmount, dryAmount) = Self.targetAmounts(gain: Float(controls.gain), mix: Float(controls.mix),
+                                                    bypass: controls.bypass)
+    }
+
+    deinit {
+        inputPorts.deallocate()
+        outputPorts.deallocate()
+        inputBuffers.deallocate()
+        outputBuffers.deallocate()
+    }
+
+    /// Main loop: new control targets; the data thread glides to them.
+    func setControls(_ controls: LiveControls) {
+        gainBits.store(Float(controls.gain).bitPattern, ordering: .relaxed)
+        mixBits.store(Float(controls.mix).bitPattern, ordering: .relaxed)
+        bypassFlag.store(controls.bypass, ordering: .relaxed)
+    }
+
+    /// Bypass passes the input through; otherwise output = gain·mix·wet + (1 − mix)·dry.
+    @inline(__always)
+    static func targetAmounts(gain: Float, mix: Float, bypass: Bool) -> (wet: Float, dry: Float) {
+        bypass ? (0, 1) : (gain * mix, 1 - mix)
+    }
+
+    /// One graph cycle. Real-time safe: no allocation, no locks, no logging; the only syscalls are
+    /// clock_gettime and, rarely, one eventfd write to wake the main loop.
+    func process(position: UnsafeMutablePointer<spa_io_position>?) {
+        let startNanos = monotonicNanos()
+        guard let position else { return }
+        let frameCount = Int(position.pointee.clock.duration)
+        let graphRate = Int(position.pointee.clock.rate.denom)
+        // Read now: the driver rewrites the shared clock at its next wake-up, even while we run.
+        let deadline = position.pointee.clock.next_nsec
+
+        if retiredEngine.load(ordering: .acquiring) == nil,
+           let next = pendingEngine.exchange(nil, ordering: .acquiringAndReleasing) {
+            if let previous = activeEngine {
+                retiredEngine.store(previous, ordering: .releasing)
+                wakeMainLoop()
+            }
+            activeEngine = next
+        }
+
+        for channel in 0..<channelCount {
+            inputBuffers[channel] = UnsafePointer(
+                pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
+            outputBuffers[channel] =
+                pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
+        }
+
+        if let activeEngine {
+            // Sound: the slot is retained by `activeEngine` until the main loop frees it from
+            // `retiredEngine`, which happens only after this thread stored it there.
+            Unmanaged<EngineSlot>.fromOpaque(activeEngine)._withUnsafeGuaranteedRef { slot in
+                if graphRate > 0 && graphRate != slot.sampleRate && mismatchedRate.load(ordering: .relaxed) != graphRate {
+                    mismatchedRate.store(graphRate, ordering: .relaxed)
+                    wakeMainLoop()
+                }
+                // Helpers' results may be awaited until 75% of this call's period has passed.
+                let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
+                slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
+                                          sampleRate: Double(max(graphRate, 1)))
+                slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(outputBuffers),
+                                    frameCount: frameCount)
+                mixDryWet(frameCount: frameCount, coefficient: slot.smoothingCoefficient)
+            }
+        } else {
+            for channel in 0..<channelCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
+        }
+
+        let endNanos = monotonicNanos()
+        statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
+    }
+
+    /// Real-time safe: one eventfd write, at most once until the main loop has looked.
+    private func wakeMainLoop() {
+        guard let wakeLoop, let wakeSource else { return }
+        if !mainLoopWoken.exchange(true, ordering: .acquiringAndReleasing) {
+            _ = cpw_loop_signal_event(wakeLoop, wakeSource)
+        }
+    }
+
+    /// Output = wet·(engine output) + dry·input, the amounts gliding per sample to their targets
+    /// (one-pole, ~5 ms) so control changes never click. Real-time safe.
+    private func mixDryWet(frameCount: Int, coefficient: Float) {
+        let (wetTarget, dryTarget) = Self.targetAmounts(gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
+                                                        mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
+                                                        bypass: bypassFlag.load(ordering: .relaxed))
+        let steady = wetAmount == wetTarget && dryAmount == dryTarget
+        for channel in 0..<channelCount {
+            guard let output = outputBuffers[channel] else { continue }
+            let input = inputBuffers[channel]
+            if steady {
+                if wetAmount == 1 && dryAmount == 0 { continue }
+                if let input {
+                    for frame in 0..<frameCount { output[frame] = wetAmount * output[frame] + dryAmount * input[frame] }
+                } else {
+                    for frame in 0..<frameCount { output[frame] = wetAmount * output[frame] }
+                }
+            } else {
+                // Each channel replays the same glide from the same start values.
+                var wet = wetAmount, dry = dryAmount
+                for frame in 0..<frameCount {
+                    wet += (wetTarget - wet) * coefficient
+                    dry += (dryTarget - dry) * coefficient
+                    output[frame] = wet * output[frame] + dry * (input?[frame] ?? 0)
+                }
+            }
+        }
+        if !steady {
+            for _ in 0..<frameCount {
+                wetAmount += (wetTarget - wetAmount) * coefficient
+                dryAmount += (dryTarget - dryAmount) * coefficient
+            }
+            // Land exactly on the target once inaudibly close, so the steady path takes over.
+            if abs(wetAmount - wetTarget) < 1e-6 { wetAmount = wetTarget }
+            if abs(dryAmount - dryTarget) < 1e-6 { dryAmount = dryTarget }
+        }
+    }
+}

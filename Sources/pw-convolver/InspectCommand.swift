@@ -1,0 +1,132 @@
+import Convolution
+import Foundation
+
+/// `pw-convolver inspect`: what an IR is (level, onset, decay) and what the node would make of it
+/// (partition plan and estimated CPU), optionally drawn as an SVG.
+enum InspectCommand: Command {
+    static let name = "inspect"
+    static let summary = "analyse an IR: level, decay times, pre-delay, partition plan, SVG plots"
+    static let usage = """
+    Usage: pw-convolver inspect --ir FILE|builtin:NAME [--rate R] [--quantum Q] [--channels N] [--svg OUT.svg]
+
+    Prints the IR's channels, rate, length and peak; per channel its peak, pre-delay and decay times;
+    and the partition plan the node would choose for it at quantum Q, with the planner's estimate of
+    its CPU cost (measured FFT and multiply-add costs of this machine).
+      --ir FILE|builtin:NAME  the impulse response (any format libsndfile reads; builtin: dirac, hall)
+      --rate R                analyse at R Hz, resampling the IR (libsoxr) as the node would at a
+                              graph rate of R (default: the file's own rate; 48000 for builtins)
+      --quantum Q             the quantum (frames per cycle) to plan for, 16...8192 (default 256)
+      --channels N            audio channels the node would run, 1...64 (default: the IR's channel
+                              count, 2 for a 4-channel true-stereo IR); the IR must fit them as in
+                              the node: 1 IR channel for all, one per channel, or 4 on 2
+      --svg OUT.svg           also write one SVG with, per channel, the waveform, the magnitude
+                              response (1/6-octave smoothed, log frequency) and the energy decay
+                              curve with the RT60 fit line
+
+    Definitions (ISO 3382-1): the energy decay curve (EDC) is Schroeder's backward integral of h²,
+    in dB of the channel's energy. Pre-delay: time of the first sample within 20 dB of the channel's
+    peak (the onset). EDT: slope of the EDC from 0 to -10 dB after the onset; T20: -5 to -25 dB;
+    T30: -5 to -35 dB; each a least-squares line, given as the time for 60 dB. RT60 is T30, or T20
+    where the EDC does not reach -35 dB. No noise-floor compensation: trim noisy tails first.
+    """
+
+    static func run(_ arguments: [String]) throws {
+        var options = try OptionParser(arguments, flags: [], valued: ["--ir", "--rate", "--quantum", "--channels", "--svg"])
+        try options.finish()
+        guard let irSpec = options.string("--ir") else { throw UsageError("--ir is required") }
+        let quantum = try options.integer("--quantum", in: 16...8192) ?? 256
+        let requestedChannels = try options.integer("--channels", in: 1...64)
+        let rate: Double
+        if let requested = try options.double("--rate") {
+            rate = requested
+        } else if irSpec.hasPrefix("builtin:") {
+            rate = 48000
+        } else {
+            rate = try AudioFile.info(path: irSpec).sampleRate
+        }
+
+        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate)
+        let analysis = DecayAnalysis(impulseResponse)
+        let channelCount = requestedChannels ?? (impulseResponse.channelCount == 4 ? 2 : impulseResponse.channelCount)
+        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+        let plan = partitionPlan(matrix, quantum: quantum, sampleRate: rate)
+
+        print(report(irSpec, impulseResponse, analysis))
+        print(planReport(plan, matrix: matrix, quantum: quantum, sampleRate: rate))
+
+        if let svgPath = options.string("--svg") {
+            let responses = impulseResponse.channels.map { MagnitudeResponse(impulse: $0, sampleRate: rate) }
+            let svg = SVGPlot.document(title: "\(irSpec): \(impulseResponse.channelCount) ch, \(Int(rate)) Hz, "
+                                           + "\(impulseResponse.frameCount) samples ("
+                                           + String(format: "%.3f s)", Double(impulseResponse.frameCount) / rate),
+                                       impulseResponse: impulseResponse, analysis: analysis, responses: responses)
+            do {
+                try svg.write(toFile: svgPath, atomically: true, encoding: .utf8)
+            } catch {
+                throw InspectError(description: "cannot write the SVG to \(svgPath): \(error.localizedDescription)")
+            }
+            print("SVG written to \(svgPath)")
+        }
+    }
+
+    struct InspectError: Error, CustomStringConvertible { var description: String }
+
+    /// The plan the engine would make for this matrix (the same planner call as ConvolutionEngine.init,
+    /// without allocating the engine), costed at the graph rate.
+    static func partitionPlan(_ matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> PartitionPlan {
+        let configuration = EngineConfiguration(expectedBlockSize: quantum)
+        var problem = PartitionPlanner.Problem(
+            impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
+            entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
+            maxPartitionSize: configuration.maxPartitionSize)
+        // Every cost scales with the rate alike, so the chosen plan is the engine's; only the
+        // CPU figure changes with it.
+        problem.sampleRate = sampleRate
+        return PartitionPlanner.plan(problem)
+    }
+
+    static func report(_ spec: String, _ impulseResponse: ImpulseResponse, _ analysis: DecayAnalysis) -> String {
+        let rate = impulseResponse.sampleRate
+        // Right-aligned to the header's columns; "-" where the curve does not span the fit's range.
+        func seconds(_ fit: DecayFit?) -> String {
+            let text = fit.map { String(format: "%.3f", $0.decayTimeSeconds) } ?? "-"
+            return String(repeating: " ", count: max(0, 7 - text.count)) + text
+        }
+        var lines = [
+            "IR:        \(spec)",
+            "Channels:  \(impulseResponse.channelCount)",
+            "Rate:      \(Int(rate)) Hz",
+            String(format: "Length:    %d samples (%.3f s)", impulseResponse.frameCount, Double(impulseResponse.frameCount) / rate),
+            String(format: "Peak:      %.2f dBFS", analysis.peakDBFS),
+        ]
+        if impulseResponse.addedDelayFrames > 0 {
+            lines.append("Resampling delay: \(impulseResponse.addedDelayFrames) frames (in the pre-delay below)")
+        }
+        lines.append("")
+        lines.append("channel  peak dBFS  pre-delay ms    EDT s    T20 s    T30 s   RT60 s")
+        for (index, channel) in analysis.channels.enumerated() {
+            let rt60 = channel.reverberation.map { seconds($0.fit) + " (\($0.name))" } ?? seconds(nil)
+            lines.append(String(format: "%7d  %9.2f  %12.2f", index, channel.peakDBFS, 1000 * analysis.seconds(channel.onsetFrame))
+                         + "  \(seconds(channel.earlyDecay))  \(seconds(channel.t20))  \(seconds(channel.t30))  \(rt60)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func planReport(_ plan: PartitionPlan, matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> String {
+        var lines = [
+            "",
+            "Partition plan at quantum \(quantum) (\(matrix.inputCount) in, \(matrix.outputCount) out, \(matrix.entries.count) IRs):",
+            "  \(plan)",
+        ]
+        for (index, level) in plan.levels.enumerated() {
+            let thread = index == 0 ? "data thread" : "helper"
+            lines.append("  level \(index) (\(thread)): " + String(format: "block %5d x %4d segments, IR %.1f-%.1f ms",
+                                level.blockSize, level.segmentCount,
+                                1000 * Double(level.offset) / sampleRate, 1000 * Double(level.end) / sampleRate))
+        }
+        lines.append(String(format: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%)",
+                            100 * plan.estimatedCoreFraction, 100 * plan.estimatedHeadCoreFraction,
+                            100 * (plan.estimatedCoreFraction - plan.estimatedHeadCoreFraction)))
+        return lines.joined(separator: "\n")
+    }
+}

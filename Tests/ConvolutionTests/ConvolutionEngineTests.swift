@@ -1,0 +1,219 @@
+import AllocationCounter
+import Convolution
+import XCTest
+
+final class ConvolutionEngineTests: XCTestCase {
+    /// Feeds `inputs` in the given call sizes (cycled) and returns the outputs.
+    private func run(_ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int]) -> [[Float]] {
+        let frames = inputs[0].count
+        var outputs = [[Float]](repeating: [Float](repeating: .nan, count: frames), count: engine.outputCount)
+        var done = 0, call = 0
+        while done < frames {
+            let count = min(callSizes[call % callSizes.count], frames - done)
+            call += 1
+            let inputPointers = inputs.map { $0.withUnsafeBufferPointer { $0.baseAddress! + done } }
+            var outputBuffers = (0..<engine.outputCount).map { _ in [Float](repeating: .nan, count: count) }
+            outputBuffers.withUnsafeMutableBufferPointer { buffers in
+                let outputPointers = (0..<buffers.count).map { channel -> UnsafeMutablePointer<Float>? in
+                    buffers[channel].withUnsafeMutableBufferPointer { $0.baseAddress! }
+                }
+                inputPointers.map { Optional(UnsafePointer($0)) }.withUnsafeBufferPointer { inPointers in
+                    outputPointers.withUnsafeBufferPointer { outPointers in
+                        engine.process(inputs: inPointers.baseAddress!, outputs: outPointers.baseAddress!, frameCount: count)
+                    }
+                }
+            }
+            for channel in 0..<engine.outputCount { outputs[channel].replaceSubrange(done..<done + count, with: outputBuffers[channel]) }
+            done += count
+        }
+        return outputs
+    }
+
+    /// Checks every output against direct convolution of the matrix.
+    private func assertMatchesDirectConvolution(_ matrix: ConvolutionMatrix, _ engine: ConvolutionEngine,
+                                                inputs: [[Float]], callSizes: [Int],
+                                                file: StaticString = #filePath, line: UInt = #line) {
+        let outputs = run(engine, inputs, callSizes: callSizes)
+        for output in 0..<matrix.outputCount {
+            var expected = [Double](repeating: 0, count: inputs[0].count)
+            for entry in matrix.entries where entry.output == output {
+                let part = Reference.convolve(inputs[entry.input], entry.impulse)
+                for n in expected.indices { expected[n] += part[n] }
+            }
+            let errorDB = Reference.relativeErrorDB(outputs[output], expected)
+            XCTAssertLessThanOrEqual(errorDB, -100, "output \(output), plan \(engine.plan), calls \(callSizes.prefix(8))",
+                                     file: file, line: line)
+        }
+    }
+
+    /// A plan that exercises many levels even for short IRs: head 32, then doubling blocks.
+    private func manyLevelPlan(impulseLength: Int) -> EngineConfiguration {
+        var levels = [PartitionPlan.Level(blockSize: 32, segmentCount: 4, offset: 0)]
+        var size = 64
+        while levels.last!.end < impulseLength {
+            let last = levels.last!
+            let segments = size >= 1024 ? max(1, (impulseLength - last.end + size - 1) / size) : 2
+            levels.append(.init(blockSize: size, segmentCount: segments, offset: last.end))
+            if size < 1024 { size *= 2 }
+        }
+        return EngineConfiguration(fixedPlan: PartitionPlan(levels: levels, estimatedCoreFraction: .nan,
+                                                             estimatedHeadCoreFraction: .nan))
+    }
+
+    func testImpulseInGivesImpulseResponseOutWithZeroLatency() throws {
+        var generator = SeededGenerator(seed: 1)
+        let impulse = [Float].noise(5000, using: &generator)
+        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 1,
+                                                         entries: [.init(input: 0, output: 0, impulse: impulse)]),
+                                           configuration: manyLevelPlan(impulseLength: impulse.count))
+        var input = [Float](repeating: 0, count: 6000)
+        input[0] = 1
+        let output = run(engine, [input], callSizes: [1, 7, 64, 300])[0]
+        // The very first output sample is x[0] * h[0]: nothing is delayed.
+        XCTAssertEqual(output[0], impulse[0], accuracy: 1e-6)
+        for n in 0..<impulse.count { XCTAssertEqual(output[n], impulse[n], accuracy: 1e-5, "sample \(n)") }
+        for n in impulse.count..<input.count { XCTAssertEqual(output[n], 0, accuracy: 1e-6, "sample \(n)") }
+    }
+
+    func testSilenceInGivesSilenceOut() throws {
+        var generator = SeededGenerator(seed: 2)
+        let impulse = [Float].noise(20000, using: &generator)
+        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 1,
+                                                         entries: [.init(input: 0, output: 0, impulse: impulse)]))
+        let output = run(engine, [[Float](repeating: 0, count: 30000)], callSizes: [256])[0]
+        XCTAssertEqual(output.map(abs).max(), 0)
+    }
+
+    func testRandomImpulsesAndCallSizesMatchDirectConvolution() throws {
+        var generator = SeededGenerator(seed: 3)
+        for length in [1, 2, 31, 32, 33, 100, 127, 128, 129, 1000, 4097, 20000] {
+            let impulse = [Float].noise(length, using: &generator)
+            let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
+            let input = [Float].noise(length + 3000, using: &generator)
+            let callSizes = (0..<50).map { _ in Int.random(in: 1...700, using: &generator) }
+            for configuration in [manyLevelPlan(impulseLength: length),
+                                  EngineConfiguration(expectedBlockSize: 64),
+                                  EngineConfiguration(expectedBlockSize: 1000)] {
+                let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
+                assertMatchesDirectConvolution(matrix, engine, inputs: [input], callSizes: callSizes)
+            }
+        }
+    }
+
+    func testLongImpulseWithLargeChangingCallsMatchesDirectConvolution() throws {
+        var generator = SeededGenerator(seed: 4)
+        let impulse = [Float].noise(200_000, using: &generator)
+        let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
+        // Sparse input keeps the direct reference cheap while still exciting every level at every phase.
+        var input = [Float](repeating: 0, count: 230_000)
+        for _ in 0..<600 { input[Int.random(in: 0..<input.count, using: &generator)] = Float.random(in: -1...1, using: &generator) }
+        let callSizes = [1, 8192, 64, 4000, 17, 2048, 8191, 256, 3]
+        for expectedBlockSize in [64, 1024] {
+            let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: expectedBlockSize))
+            XCTAssertGreaterThan(engine.plan.levels.count, 2, "\(engine.plan)")
+            assertMatchesDirectConvolution(matrix, engine, inputs: [input], callSizes: callSizes)
+        }
+    }
+
+    func testEveryMatrixShapeMatchesDirectConvolution() throws {
+        var generator = SeededGenerator(seed: 5)
+        // (inputs, outputs, entries): mono, stereo, true stereo, up/down mix, sparse multichannel.
+        let shapes: [(Int, Int, [(Int, Int)])] = [
+            (1, 1, [(0, 0)]), (2, 2, [(0, 0), (1, 1)]), (2, 2, [(0, 0), (0, 1), (1, 0), (1, 1)]),
+            (1, 2, [(0, 0), (0, 1)]), (2, 1, [(0, 0), (1, 0)]), (3, 5, [(0, 4), (2, 0), (1, 1), (2, 3)]),
+        ]
+        for (inputCount, outputCount, pairs) in shapes {
+            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: pairs.map {
+                .init(input: $0.0, output: $0.1, impulse: .noise(Int.random(in: 1...9000, using: &generator), using: &generator))
+            })
+            let inputs = (0..<inputCount).map { _ in [Float].noise(12000, using: &generator) }
+            let callSizes = (0..<20).map { _ in Int.random(in: 1...1500, using: &generator) }
+            let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelPlan(impulseLength: matrix.impulseLength))
+            assertMatchesDirectConvolution(matrix, engine, inputs: inputs, callSizes: callSizes)
+            // An output with no entry is silent.
+            let outputs = run(engine, inputs, callSizes: callSizes)
+            for output in 0..<outputCount where !pairs.contains(where: { $0.1 == output }) {
+                XCTAssertEqual(outputs[output].map(abs).max(), 0)
+            }
+        }
+    }
+
+    func testChannelsShareCoefficientsButNotState() throws {
+        var generator = SeededGenerator(seed: 6)
+        let impulse = [Float].noise(3000, using: &generator)
+        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
+            .init(input: 0, output: 0, impulse: impulse), .init(input: 1, output: 1, impulse: impulse)])
+        let left = [Float].noise(8000, using: &generator)
+        var right = [Float](repeating: 0, count: 8000)
+        right[5000] = 1
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelPlan(impulseLength: 3000))
+        let outputs = run(engine, [left, right], callSizes: [128, 99])
+        XCTAssertLessThanOrEqual(Reference.relativeErrorDB(outputs[0], Reference.convolve(left, impulse)), -100)
+        // Not exactly 0: in the head block that receives the impulse, FFT round-off (~1e-7) reaches
+        // the samples before it. Hearing left's history would be of the order of 1.
+        XCTAssertLessThan(outputs[1][0..<5000].map(abs).max()!, 1e-6, "right must not hear left's history")
+        XCTAssertEqual(outputs[1][5000], impulse[0], accuracy: 1e-6)
+    }
+
+    func testNilInputIsSilenceAndNilOutputIsSkipped() throws {
+        let impulse: [Float] = [1, 0.5, 0.25]
+        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 2, entries: [
+            .init(input: 0, output: 0, impulse: impulse), .init(input: 0, output: 1, impulse: impulse)]))
+        var output = [Float](repeating: .nan, count: 64)
+        let inputs: [UnsafePointer<Float>?] = [nil]
+        output.withUnsafeMutableBufferPointer { buffer in
+            let outputs: [UnsafeMutablePointer<Float>?] = [buffer.baseAddress!, nil]
+            engine.process(inputs: inputs, outputs: outputs, frameCount: 64)
+        }
+        XCTAssertEqual(output, [Float](repeating: 0, count: 64))
+    }
+
+    func testFastKernelMatchesScalarReference() {
+        var generator = SeededGenerator(seed: 7)
+        let bins = 16 * 37
+        var arrays = (0..<6).map { _ in [Float].noise(bins, using: &generator) }
+        var expectedReal = arrays[0], expectedImaginary = arrays[1]
+        SpectrumKernels.multiplyAddReference(accumulatorReal: &expectedReal, accumulatorImaginary: &expectedImaginary,
+                                             xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
+                                             hImaginary: arrays[5], binCount: bins)
+        let aligned = arrays.map { values -> AlignedFloats in
+            let buffer = AlignedFloats(count: bins)
+            for n in 0..<bins { buffer.pointer[n] = values[n] }
+            return buffer
+        }
+        SpectrumKernels.multiplyAdd(accumulatorReal: aligned[0].pointer, accumulatorImaginary: aligned[1].pointer,
+                                    xReal: aligned[2].pointer, xImaginary: aligned[3].pointer,
+                                    hReal: aligned[4].pointer, hImaginary: aligned[5].pointer, binCount: bins)
+        for n in 0..<bins {
+            XCTAssertEqual(aligned[0].pointer[n], expectedReal[n], accuracy: 1e-6)
+            XCTAssertEqual(aligned[1].pointer[n], expectedImaginary[n], accuracy: 1e-6)
+        }
+        arrays.removeAll()
+    }
+
+    func testProcessAllocatesNothingAfterWarmUp() throws {
+        var generator = SeededGenerator(seed: 8)
+        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
+            .init(input: 0, output: 0, impulse: .noise(50000, using: &generator)),
+            .init(input: 1, output: 1, impulse: .noise(50000, using: &generator))])
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: 64))
+        let frames = 8192
+        let input = AlignedFloats(count: frames), left = AlignedFloats(count: frames), right = AlignedFloats(count: frames)
+        for n in 0..<frames { input.pointer[n] = Float.random(in: -1...1, using: &generator) }
+        let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 2)
+        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2)
+        defer { inputs.deallocate(); outputs.deallocate() }
+        inputs[0] = UnsafePointer(input.pointer); inputs[1] = nil
+        outputs[0] = left.pointer; outputs[1] = right.pointer
+        let callSizes = [64, 1, 333, 8192, 256, 1024, 17]
+        for size in callSizes { engine.process(inputs: inputs, outputs: outputs, frameCount: size) }  // warm-up
+        allocation_counter_reset()
+        allocation_counter_watch_current_thread(1)
+        allocation_counter_arm(1)
+        for round in 0..<200 { engine.process(inputs: inputs, outputs: outputs, frameCount: callSizes[round % callSizes.count]) }
+        allocation_counter_arm(0)
+        allocation_counter_watch_current_thread(0)
+        XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations in process()")
+        XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks in process()")
+    }
+}

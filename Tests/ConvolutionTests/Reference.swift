@@ -1,0 +1,48 @@
+import Foundation
+
+/// Independent references for the engine tests: direct time-domain convolution in Double.
+enum Reference {
+    /// y[n] = Σ h[m] x[n - m], for n in 0..<x.count; skips zero input samples (sparse inputs are cheap).
+    static func convolve(_ x: [Float], _ h: [Float], outputLength: Int? = nil) -> [Double] {
+        let length = outputLength ?? x.count
+        var y = [Double](repeating: 0, count: length)
+        for m in x.indices where x[m] != 0 {
+            let xm = Double(x[m])
+            let end = min(h.count, length - m)
+            if end <= 0 { continue }
+            for k in 0..<end { y[m + k] += xm * Double(h[k]) }
+        }
+        return y
+    }
+
+    /// Relative error of `actual` against `expected`, in dB of energy (−∞ when exact).
+    static func relativeErrorDB(_ actual: [Float], _ expected: [Double]) -> Double {
+        var error = 0.0, energy = 0.0
+        for n in expected.indices {
+            let difference = Double(actual[n]) - expected[n]
+            error += difference * difference
+            energy += expected[n] * expected[n]
+        }
+        if error == 0 { return -.infinity }
+        return 10 * log10(error / max(energy, 1e-300))
+    }
+}
+
+/// A seeded generator so failures reproduce (SplitMix64).
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+extension Array where Element == Float {
+    static func noise(_ count: Int, using generator: inout SeededGenerator) -> [Float] {
+        (0..<count).map { _ in Float.random(in: -1...1, using: &generator) }
+    }
+}

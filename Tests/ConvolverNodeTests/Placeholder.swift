@@ -1,2 +1,0 @@
-import XCTest
-final class ConvolverNodeTestsPlaceholder: XCTestCase { func testNothing() {} }

@@ -1,0 +1,29 @@
+import Foundation
+
+/// A `pipewire -c client.conf` process that loads the convolver module with given arguments,
+/// the same way pipewire-conf/swift-convolver.conf does.
+enum ModuleClient {
+    static func configuration(arguments: String) -> String {
+        """
+        context.properties = { log.level = 3 }
+        context.spa-libs = {
+            audio.convert.* = audioconvert/libspa-audioconvert
+            support.*       = support/libspa-support
+        }
+        context.modules = [
+            { name = libpipewire-module-rt args = { rtkit.enabled = false rtportal.enabled = false } flags = [ ifexists nofail ] }
+            { name = libpipewire-module-protocol-native }
+            { name = libpipewire-module-client-node }
+            { name = libpipewire-module-adapter }
+            { name = libpipewire-module-swift-convolver args = { \(arguments) } }
+        ]
+        """
+    }
+
+    /// Starts the client process; `name` names its config and log files.
+    static func start(_ daemon: PrivatePipeWire, name: String, arguments: String) throws -> BackgroundProcess {
+        let path = daemon.runtimeDirectory + "/\(name).conf"
+        try configuration(arguments: arguments).write(toFile: path, atomically: true, encoding: .utf8)
+        return try daemon.spawn(["pipewire", "-c", path], logName: "\(name).log")
+    }
+}

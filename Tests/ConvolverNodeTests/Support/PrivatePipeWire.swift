@@ -1,0 +1,267 @@
+import Foundation
+import XCTest
+
+/// Where the package's build products are: `SWIFT_CONVOLVER_BUILD_DIR`, else the directory of the
+/// running test bundle (`.build/debug` or `.build/release`).
+enum BuildProducts {
+    static var directory: String {
+        if let explicit = ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_BUILD_DIR"] { return explicit }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.path != "/" {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.appendingPathComponent(moduleFileName).path) { return url.path }
+        }
+        return packageRoot + "/.build/debug"
+    }
+
+    static let moduleFileName = "libpipewire-module-swift-convolver.so"
+
+    static var modulePath: String { directory + "/" + moduleFileName }
+
+    /// The repository root (for pipewire-conf/).
+    static var packageRoot: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    /// The module must be built: `swift build` builds it, `swift build --build-tests` too.
+    static func requireModule(file: StaticString = #filePath, line: UInt = #line) throws {
+        guard FileManager.default.fileExists(atPath: modulePath) else {
+            XCTFail("\(modulePath) is missing: run `swift build` first (or set SWIFT_CONVOLVER_BUILD_DIR)", file: file, line: line)
+            throw CocoaError(.fileNoSuchFile)
+        }
+    }
+}
+
+/// A private headless PipeWire daemon in its own runtime dir (FACTS.md recipe), and helpers that
+/// run PipeWire's tools against it. Start one per test class; `stop()` in `tearDown`.
+final class PrivatePipeWire {
+    let runtimeDirectory: String
+    private let daemon: Process
+    let logPath: String
+
+    /// `extraModules`: SPA-JSON module entries appended to the daemon's `context.modules`
+    /// (e.g. the convolver module, to test it inside the daemon).
+    init(name: String, extraModules: String = "") throws {
+        runtimeDirectory = NSTemporaryDirectory() + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
+        if !extraModules.isEmpty {
+            guard let range = configuration.range(of: "context.modules = [") else { throw CocoaError(.fileReadCorruptFile) }
+            configuration.insert(contentsOf: "\n" + extraModules + "\n", at: range.upperBound)
+        }
+        let configurationPath = runtimeDirectory + "/daemon.conf"
+        try configuration.write(toFile: configurationPath, atomically: true, encoding: .utf8)
+        logPath = runtimeDirectory + "/pipewire.log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/pipewire")
+        daemon.arguments = ["-c", configurationPath]
+        daemon.environment = environment(extra: ["PIPEWIRE_DEBUG": "3"])
+        let logHandle = FileHandle(forWritingAtPath: logPath)
+        daemon.standardOutput = logHandle
+        daemon.standardError = logHandle
+        try daemon.run()
+        let socket = runtimeDirectory + "/pipewire-0"
+        guard waitUntil(timeout: 10, { FileManager.default.fileExists(atPath: socket) || !self.daemon.isRunning }),
+              daemon.isRunning else {
+            throw TestFailure("private PipeWire did not start; log:\n\(log(tail: 30))")
+        }
+    }
+
+    deinit { stop() }
+
+    var isAlive: Bool { daemon.isRunning }
+
+    func stop() {
+        guard daemon.isRunning else { return }
+        daemon.terminate()   // SIGTERM: the daemon removes its socket
+        if !waitUntil(timeout: 5, { !self.daemon.isRunning }) { kill(daemon.processIdentifier, SIGKILL) }
+        daemon.waitUntilExit()
+        // SWIFT_CONVOLVER_KEEP_TEST_FILES=1 keeps logs, configs and recordings for a look.
+        if ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_KEEP_TEST_FILES"] == nil {
+            try? FileManager.default.removeItem(atPath: runtimeDirectory)
+        }
+    }
+
+    /// The daemon's log so far (last `tail` lines).
+    func log(tail: Int = 200) -> String {
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n", omittingEmptySubsequences: false).suffix(tail).joined(separator: "\n")
+    }
+
+    /// Environment for clients of this daemon; the module is found in the build directory.
+    func environment(extra: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment["XDG_RUNTIME_DIR"] = runtimeDirectory
+        environment["PIPEWIRE_MODULE_DIR"] = BuildProducts.directory + ":/usr/lib/x86_64-linux-gnu/pipewire-0.3"
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        environment.removeValue(forKey: "PIPEWIRE_REMOTE")
+        for (key, value) in extra { environment[key] = value }
+        return environment
+    }
+
+    /// Runs a tool to completion (with a timeout) and returns its status and output.
+    @discardableResult
+    func run(_ arguments: [String], timeout: TimeInterval = 10) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.environment = environment()
+        let outputPath = runtimeDirectory + "/run-\(UUID().uuidString).out"
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+        let handle = FileHandle(forWritingAtPath: outputPath)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        if !waitUntil(timeout: timeout, { !process.isRunning }) {
+            process.terminate()
+            process.waitUntilExit()
+            throw TestFailure("\(arguments.joined(separator: " ")) timed out after \(timeout) s")
+        }
+        process.waitUntilExit()
+        try? handle?.close()
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(atPath: outputPath)
+        return (process.terminationStatus, output)
+    }
+
+    /// Starts a long-running client (pw-play, pw-record, `pipewire -c`); output to `logName`.
+    func spawn(_ arguments: [String], logName: String, extraEnvironment: [String: String] = [:]) throws -> BackgroundProcess {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = arguments
+        process.environment = environment(extra: extraEnvironment)
+        let logPath = runtimeDirectory + "/" + logName
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        let handle = FileHandle(forWritingAtPath: logPath)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        return BackgroundProcess(process: process, logPath: logPath)
+    }
+
+    // MARK: - Graph queries (pw-dump JSON)
+
+    func dump() throws -> [[String: Any]] {
+        let (status, output) = try run(["pw-dump", "-N"], timeout: 10)
+        guard status == 0, let data = output.data(using: .utf8),
+              let objects = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
+            throw TestFailure("pw-dump failed (\(status)): \(output.prefix(500))")
+        }
+        return objects
+    }
+
+    /// Properties of the node named `name`, nil if absent.
+    func nodeProperties(_ name: String) throws -> (id: Int, properties: [String: Any])? {
+        for object in try dump() where (object["type"] as? String) == "PipeWire:Interface:Node" {
+            let info = object["info"] as? [String: Any]
+            let properties = info?["props"] as? [String: Any] ?? [:]
+            if properties["node.name"] as? String == name, let id = object["id"] as? Int { return (id, properties) }
+        }
+        return nil
+    }
+
+    /// Port names of the node named `name` (empty if absent).
+    func portNames(ofNode name: String) throws -> [String] {
+        let objects = try dump()
+        guard let nodeID = objects.first(where: {
+            ($0["type"] as? String) == "PipeWire:Interface:Node"
+                && ((($0["info"] as? [String: Any])?["props"] as? [String: Any])?["node.name"] as? String) == name
+        })?["id"] as? Int else { return [] }
+        return objects.compactMap { object -> String? in
+            guard (object["type"] as? String) == "PipeWire:Interface:Port",
+                  let properties = (object["info"] as? [String: Any])?["props"] as? [String: Any],
+                  (properties["node.id"] as? Int) == nodeID else { return nil }
+            return properties["port.name"] as? String
+        }.sorted()
+    }
+
+    /// Modules by id whose name is `name`.
+    func moduleIDs(named name: String) throws -> [Int] {
+        try dump().compactMap { object in
+            guard (object["type"] as? String) == "PipeWire:Interface:Module",
+                  ((object["info"] as? [String: Any])?["name"] as? String) == name else { return nil }
+            return object["id"] as? Int
+        }
+    }
+
+    func waitForPorts(ofNode name: String, count: Int, timeout: TimeInterval = 20) throws {
+        var last: [String] = []
+        guard waitUntil(timeout: timeout, {
+            last = (try? self.portNames(ofNode: name)) ?? []
+            return last.count >= count
+        }) else {
+            throw TestFailure("node \(name) has ports \(last) after \(timeout) s, expected \(count)")
+        }
+    }
+
+    func link(_ output: String, _ input: String) throws {
+        let (status, text) = try run(["pw-link", output, input])
+        guard status == 0 else { throw TestFailure("pw-link \(output) \(input) failed: \(text)") }
+    }
+
+    func setQuantum(_ quantum: Int) throws {
+        try run(["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "\(quantum)"])
+    }
+
+    /// True while the daemon answers (`pw-cli info 0`).
+    func answers() -> Bool {
+        guard isAlive, let result = try? run(["pw-cli", "info", "0"], timeout: 5) else { return false }
+        return result.status == 0 && result.output.contains("PipeWire:Interface:Core")
+    }
+}
+
+/// A client process started by `PrivatePipeWire.spawn`.
+final class BackgroundProcess {
+    let process: Process
+    let logPath: String
+
+    init(process: Process, logPath: String) {
+        self.process = process
+        self.logPath = logPath
+    }
+
+    deinit { stop() }
+
+    var isRunning: Bool { process.isRunning }
+
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    /// SIGINT (pw-record writes its WAV header on SIGINT), then waits; SIGKILL after `timeout`.
+    @discardableResult
+    func interrupt(timeout: TimeInterval = 10) -> Int32 {
+        if process.isRunning { process.interrupt() }
+        if !waitUntil(timeout: timeout, { !self.process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    func waitForExit(timeout: TimeInterval) -> Bool { waitUntil(timeout: timeout, { !self.process.isRunning }) }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        if !waitUntil(timeout: 5, { !self.process.isRunning }) { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every 50 ms until it holds or `timeout` passes.
+@discardableResult
+func waitUntil(timeout: TimeInterval, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if condition() { return true }
+        usleep(50_000)
+    }
+    return condition()
+}

@@ -1,0 +1,383 @@
+import AllocationCounter
+import ConvolverNode
+import Convolution
+import CPipeWire
+import Foundation
+import Glibc
+import Synchronization
+import Workgroup
+import XCTest
+
+/// A level-job runner for scheduler tests that do not need DSP: each job writes a value derived
+/// from (level, block) into a preallocated table, can sleep for chosen jobs (injected delays), and
+/// remembers the scheduling policy its helper ran under.
+final class TableRunner: LevelJobRunner, @unchecked Sendable {
+    let levelCount: Int, blockCount: Int
+    let table: UnsafeMutablePointer<Int>
+    var injectedDelays: [Int: UInt32] = [:]  // (level << 32 | block) -> µs
+    let helperPolicy = Atomic<Int>(-1), helperPriority = Atomic<Int>(-1)
+
+    init(levelCount: Int, blockCount: Int) {
+        self.levelCount = levelCount
+        self.blockCount = blockCount
+        table = .allocate(capacity: levelCount * blockCount)
+        table.initialize(repeating: -1, count: levelCount * blockCount)
+    }
+
+    func runLevelJob(level: Int, block: Int) {
+        if helperPolicy.load(ordering: .relaxed) < 0 {
+            var parameters = sched_param()
+            helperPolicy.store(Int(sched_getscheduler(0) & 0xff), ordering: .relaxed)
+            sched_getparam(0, &parameters)
+            helperPriority.store(Int(parameters.sched_priority), ordering: .relaxed)
+        }
+        if !injectedDelays.isEmpty, let delay = injectedDelays[level << 32 | block] { usleep(delay) }
+        table[level * blockCount + block % blockCount] = level * 1_000_000 + block
+    }
+}
+
+final class WorkgroupSchedulerTests: XCTestCase {
+    func testJobsMapToLevelsAndBlocksAndLateResultsAreCounted() throws {
+        let runner = TableRunner(levelCount: 2, blockCount: 32)
+        runner.injectedDelays[1 << 32 | 5] = 400_000
+        var configuration = WorkgroupSchedulerConfiguration()
+        configuration.threadCount = .fixed(2)
+        configuration.realtimePriority = nil
+        let scheduler = WorkgroupLevelScheduler(configuration: configuration)
+        try scheduler.prepare(runner: runner, levels: [.init(blockSize: 128, dueAfterSamples: 128),
+                                                        .init(blockSize: 256, dueAfterSamples: 256)])
+        defer { scheduler.stop() }
+        var late: [Int] = []
+        for block in 0..<32 {
+            let start = monotonicNanos()
+            // A 50 ms wait limit for this "cycle"; deadlines from the level's dueInSamples at 48 kHz.
+            scheduler.beginCycle(startNanos: start, waitLimitNanos: start + 50_000_000, sampleRate: 48000)
+            scheduler.post(level: 0, block: block, dueInSamples: 128)
+            scheduler.post(level: 1, block: block, dueInSamples: 9600)  // 200 ms
+            XCTAssertTrue(scheduler.awaitResult(level: 0, block: block))
+            if !scheduler.awaitResult(level: 1, block: block) {
+                late.append(block)
+                XCTAssertLessThan(monotonicNanos() - start, 300_000_000, "the wait overran its limit")
+                scheduler.beginCycle(startNanos: start, waitLimitNanos: .max, sampleRate: 48000)
+                XCTAssertTrue(scheduler.awaitResult(level: 1, block: block))
+            }
+            XCTAssertEqual(runner.table[block], block)
+            XCTAssertEqual(runner.table[32 + block], 1_000_000 + block)
+        }
+        XCTAssertEqual(late, [5])
+        let statistics = scheduler.statistics()
+        XCTAssertEqual(statistics.lateLevels, 1)
+        XCTAssertEqual(statistics.levels.map(\.lateResults), [0, 1])
+        XCTAssertEqual(statistics.levels[1].jobs.intervals, 32)
+        XCTAssertEqual(statistics.levels[1].jobs.lateIntervals, 1, "only the 400 ms job missed its 200 ms deadline")
+        XCTAssertEqual(statistics.helpers.intervals, 64)
+    }
+
+    /// With a PipeWire context, helpers are made by PipeWire's thread utils and get SCHED_FIFO
+    /// from PipeWire's policy (module-rt from client-rt.conf here: root, no RTKit).
+    func testPipeWireThreadFactoryHelpersRunSchedFifo() throws {
+        pw_init(nil, nil)
+        let mainLoop = try XCTUnwrap(pw_main_loop_new(nil))
+        defer { pw_main_loop_destroy(mainLoop) }
+        let properties = pw_properties_new_string("config.name=client-rt.conf")
+        let context = try XCTUnwrap(pw_context_new(pw_main_loop_get_loop(mainLoop), properties, 0))
+        defer { pw_context_destroy(context) }
+
+        let runner = TableRunner(levelCount: 1, blockCount: 4)
+        let warnings = WarningLog()
+        var configuration = WorkgroupSchedulerConfiguration()
+        configuration.threadCount = .fixed(1)
+        configuration.realtimePriority = 60
+        configuration.warn = { warnings.append($0) }
+        let scheduler = WorkgroupLevelScheduler(configuration: configuration, threadFactory: PipeWireThreadFactory(context: context))
+        try scheduler.prepare(runner: runner, levels: [.init(blockSize: 256, dueAfterSamples: 256)])
+        defer { scheduler.stop() }
+        scheduler.post(level: 0, block: 0, dueInSamples: 256)
+        XCTAssertTrue(scheduler.awaitResult(level: 0, block: 0))
+        XCTAssertEqual(runner.table[0], 0)
+        let names = try threadNames()
+        XCTAssertTrue(names.contains("swconv-helper0"), "threads: \(names)")
+        if getuid() == 0 {
+            XCTAssertTrue(scheduler.statistics().realtime, "warnings: \(warnings.messages)")
+            XCTAssertEqual(runner.helperPolicy.load(ordering: .relaxed), Int(SCHED_FIFO))
+            XCTAssertEqual(runner.helperPriority.load(ordering: .relaxed), 60)
+        } else {
+            XCTAssertEqual(warnings.messages.count, scheduler.statistics().realtime ? 0 : 1)
+        }
+    }
+
+    /// SCHED_DEADLINE where the kernel allows it (root here, FACTS.md), else the SCHED_FIFO fallback.
+    func testDeadlineSchedulingOrFallbackToFifo() throws {
+        let runner = TableRunner(levelCount: 1, blockCount: 4)
+        var configuration = WorkgroupSchedulerConfiguration()
+        configuration.threadCount = .fixed(1)
+        configuration.realtimePriority = 20
+        configuration.deadlineScheduling = true
+        configuration.deadlineRuntimeFraction = 0.3
+        let scheduler = WorkgroupLevelScheduler(configuration: configuration)
+        try scheduler.prepare(runner: runner, levels: [.init(blockSize: 256, dueAfterSamples: 256)])
+        defer { scheduler.stop() }
+        scheduler.post(level: 0, block: 0, dueInSamples: 256)
+        XCTAssertTrue(scheduler.awaitResult(level: 0, block: 0))
+        let granted = scheduler.statistics().deadlineScheduling
+        print("SCHED_DEADLINE for helpers: \(granted ? "granted" : "refused, SCHED_FIFO fallback")")
+        let schedDeadline = 6
+        XCTAssertEqual(runner.helperPolicy.load(ordering: .relaxed), granted ? schedDeadline : Int(SCHED_FIFO))
+        if getuid() == 0 { XCTAssertTrue(granted, "root on kernel ≥ 3.14 should get SCHED_DEADLINE") }
+    }
+}
+
+func threadNames() throws -> [String] {
+    try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap {
+        try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)
+    }.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+}
+
+final class WarningLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func append(_ message: String) { lock.lock(); stored.append(message); lock.unlock() }
+    var messages: [String] { lock.lock(); defer { lock.unlock() }; return stored }
+}
+
+// MARK: - With the real engine
+
+/// SplitMix64: reproducible random IRs, inputs and call sizes.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func noise(_ count: Int, using generator: inout SeededGenerator) -> [Float] {
+    (0..<count).map { _ in Float.random(in: -1...1, using: &generator) }
+}
+
+/// Head 32, then doubling levels up to 1024: many tail levels even for short IRs.
+func manyLevelConfiguration(impulseLength: Int) -> EngineConfiguration {
+    var levels = [PartitionPlan.Level(blockSize: 32, segmentCount: 4, offset: 0)]
+    var size = 64
+    while levels.last!.end < impulseLength {
+        let last = levels.last!
+        let segments = size >= 1024 ? max(1, (impulseLength - last.end + size - 1) / size) : 2
+        levels.append(.init(blockSize: size, segmentCount: segments, offset: last.end))
+        if size < 1024 { size *= 2 }
+    }
+    return EngineConfiguration(fixedPlan: PartitionPlan(levels: levels))
+}
+
+/// Feeds `inputs` through `engine` in `callSizes` (cycled); `beforeCall` runs before each process.
+func render(_ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int],
+            beforeCall: (Int) -> Void = { _ in }, afterCall: (Int) -> Void = { _ in }) -> [[Float]] {
+    let frames = inputs[0].count
+    var outputs = [[Float]](repeating: [Float](repeating: .nan, count: frames), count: engine.outputCount)
+    let inputPointers = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: engine.inputCount)
+    let outputPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: engine.outputCount)
+    let inputStorage = inputs.map { samples in
+        let storage = UnsafeMutablePointer<Float>.allocate(capacity: frames)
+        storage.initialize(from: samples, count: frames)
+        return storage
+    }
+    let outputStorage = (0..<engine.outputCount).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
+    defer {
+        inputPointers.deallocate(); outputPointers.deallocate()
+        inputStorage.forEach { $0.deallocate() }; outputStorage.forEach { $0.deallocate() }
+    }
+    var done = 0, call = 0
+    while done < frames {
+        let count = min(callSizes[call % callSizes.count], frames - done)
+        for channel in 0..<engine.inputCount { inputPointers[channel] = UnsafePointer(inputStorage[channel] + done) }
+        for channel in 0..<engine.outputCount { outputPointers[channel] = outputStorage[channel] + done }
+        beforeCall(call)
+        engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+        afterCall(call)
+        done += count
+        call += 1
+    }
+    for channel in 0..<engine.outputCount {
+        outputs[channel] = Array(UnsafeBufferPointer(start: outputStorage[channel], count: frames))
+    }
+    return outputs
+}
+
+/// The test hook for injected delays: sits between the engine and a `WorkgroupLevelScheduler` and
+/// sleeps before chosen jobs, which then run on the helper exactly as usual.
+final class DelayInjectingScheduler: LevelJobScheduler, LevelJobRunner, @unchecked Sendable {
+    let inner: WorkgroupLevelScheduler
+    let delays: [Int: UInt32]  // (level << 32 | block) -> µs
+    private unowned(unsafe) var engine: (any LevelJobRunner)?
+
+    init(_ inner: WorkgroupLevelScheduler, delays: [Int: UInt32]) {
+        self.inner = inner
+        self.delays = delays
+    }
+
+    func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
+        engine = runner
+        try inner.prepare(runner: self, levels: levels)
+    }
+    func post(level: Int, block: Int, dueInSamples: Int) { inner.post(level: level, block: block, dueInSamples: dueInSamples) }
+    func awaitResult(level: Int, block: Int) -> Bool { inner.awaitResult(level: level, block: block) }
+    func stop() { inner.stop() }
+
+    func runLevelJob(level: Int, block: Int) {
+        if let delay = delays[level << 32 | block] { usleep(delay) }
+        engine?.runLevelJob(level: level, block: block)
+    }
+}
+
+func unpacedConfiguration(threads: Int) -> WorkgroupSchedulerConfiguration {
+    var configuration = WorkgroupSchedulerConfiguration()
+    configuration.threadCount = .fixed(threads)
+    configuration.realtimePriority = nil  // tests share the machine with builds
+    return configuration
+}
+
+final class WorkgroupEngineTests: XCTestCase {
+    /// With every job on time, the workgroup's output equals the inline scheduler's bit for bit:
+    /// the same job code runs on the same data, only on another thread.
+    func testOutputEqualsInlineSchedulerBitExactOnRandomImpulsesAndCallSizes() throws {
+        var generator = SeededGenerator(seed: 3)
+        let callSizeChoices = [1, 7, 32, 64, 100, 128, 256, 333, 512, 1024, 2000]
+        for trial in 0..<6 {
+            let inputCount = Int.random(in: 1...2, using: &generator)
+            let outputCount = Int.random(in: 1...2, using: &generator)
+            var entries: [ConvolutionMatrix.Entry] = []
+            for input in 0..<inputCount {
+                for output in 0..<outputCount where input == output || trial % 2 == 1 {
+                    entries.append(.init(input: input, output: output,
+                                         impulse: noise(Int.random(in: 500...40000, using: &generator), using: &generator)))
+                }
+            }
+            if entries.isEmpty { entries.append(.init(input: 0, output: 0, impulse: noise(3000, using: &generator))) }
+            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
+            let impulseLength = entries.map(\.impulse.count).max()!
+            // Even trials: the many-level test plan; odd trials: the engine's own planner.
+            let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
+                : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
+            let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
+            let inputs = (0..<inputCount).map { _ in noise(impulseLength + 20000, using: &generator) }
+
+            let inlineEngine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
+            let expected = render(inlineEngine, inputs, callSizes: callSizes)
+            // Every third trial runs the shortest level on the data thread (inlineLevelCount).
+            var schedulerConfiguration = unpacedConfiguration(threads: 2)
+            schedulerConfiguration.inlineLevelCount = trial % 3 == 2 ? 1 : 0
+            let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
+            let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+            XCTAssertGreaterThan(engine.plan.tails.count, 0, "trial \(trial): no tail level to schedule")
+            let actual = render(engine, inputs, callSizes: callSizes)
+            engine.stop()
+            let statistics = scheduler.statistics()
+            XCTAssertEqual(statistics.lateLevels, 0)
+            XCTAssertEqual(statistics.inlineLevelCount + statistics.levels.count, engine.plan.tails.count)
+            XCTAssertGreaterThan(statistics.helpers.intervals, 0, "no job ran on the helpers")
+            for output in 0..<outputCount {
+                let mismatch = actual[output].indices.first { actual[output][$0].bitPattern != expected[output][$0].bitPattern }
+                XCTAssertNil(mismatch, "trial \(trial), output \(output), plan \(engine.plan), calls \(callSizes): "
+                             + "first difference at \(mismatch ?? -1)")
+            }
+        }
+    }
+
+    /// Jobs delayed past the wait limit are counted late exactly once each; the output misses
+    /// exactly those blocks of that level, stays finite, and equals the inline output elsewhere.
+    func testInjectedDelaysGiveExactLateLevelsAndOutputWithoutOnlyThoseBlocks() throws {
+        var generator = SeededGenerator(seed: 4)
+        let impulse = noise(6000, using: &generator)
+        let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
+        let configuration = manyLevelConfiguration(impulseLength: impulse.count)
+        let delayedLevel = 2, delayedBlocks = [3, 9]
+        let inner = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
+        let scheduler = DelayInjectingScheduler(inner, delays: Dictionary(
+            uniqueKeysWithValues: delayedBlocks.map { (delayedLevel << 32 | $0, UInt32(200_000)) }))
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+        let input = noise(20000, using: &generator)
+        let waitNanos: UInt64 = 30_000_000
+        var lateLevels = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
+        let actual = render(engine, [input], callSizes: [64], beforeCall: { _ in
+            callStart = monotonicNanos()
+            inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
+        }, afterCall: { _ in
+            longestCallNanos = max(longestCallNanos, monotonicNanos() - callStart)
+            let late = inner.statistics().lateLevels
+            if late > lateLevels {
+                lateLevels = late
+                inner.waitUntilIdle()  // the test lets the delayed job finish: one late level per delay
+            }
+        })[0]
+        engine.stop()
+        let statistics = inner.statistics()
+        XCTAssertEqual(statistics.lateLevels, delayedBlocks.count, "\(statistics)")
+        XCTAssertEqual(statistics.levels[delayedLevel].lateResults, delayedBlocks.count)
+        XCTAssertGreaterThanOrEqual(statistics.levels[delayedLevel].jobs.lateIntervals, delayedBlocks.count)
+        // The data thread waited at most about its limit, never for the 200 ms job (generous slack).
+        XCTAssertLessThan(longestCallNanos, waitNanos + 120_000_000)
+
+        let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), [input], callSizes: [64])[0]
+        let level = engine.plan.tails[engine.plan.tails.startIndex + delayedLevel]
+        let missing = delayedBlocks.map { (level.offset + $0 * level.blockSize) ..< (level.offset + ($0 + 1) * level.blockSize) }
+        XCTAssertTrue(actual.allSatisfy(\.isFinite))
+        for n in actual.indices {
+            if missing.contains(where: { $0.contains(n) }) { continue }
+            if actual[n].bitPattern != expected[n].bitPattern {
+                XCTFail("sample \(n) differs outside the late blocks \(missing): \(actual[n]) vs \(expected[n])")
+                break
+            }
+        }
+        for range in missing {
+            XCTAssertTrue(range.contains { actual[$0] != expected[$0] }, "the late block \(range) was not left out")
+        }
+    }
+
+    /// The real-time contract on the data thread and the helpers, with the real engine.
+    func testNoAllocationsOrLocksOnDataAndHelperThreadsAfterWarmUp() throws {
+        var generator = SeededGenerator(seed: 5)
+        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
+            .init(input: 0, output: 0, impulse: noise(20000, using: &generator)),
+            .init(input: 1, output: 1, impulse: noise(20000, using: &generator))])
+        let scheduler = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
+                                           scheduler: scheduler)
+        defer { engine.stop() }
+        let frames = 64
+        let buffers = (0..<4).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
+        defer { buffers.forEach { $0.deallocate() } }
+        for buffer in buffers { for n in 0..<frames { buffer[n] = Float.random(in: -1...1, using: &generator) } }
+        let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 2)
+        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2)
+        defer { inputs.deallocate(); outputs.deallocate() }
+        inputs[0] = UnsafePointer(buffers[0]); inputs[1] = UnsafePointer(buffers[1])
+        outputs[0] = buffers[2]; outputs[1] = buffers[3]
+        func cycle() {
+            let start = monotonicNanos()
+            scheduler.beginCycle(startNanos: start, waitLimitNanos: start + 1_000_000_000, sampleRate: 48000)
+            engine.process(inputs: inputs, outputs: outputs, frameCount: frames)
+        }
+        for _ in 0..<2000 { cycle() }  // warm-up: every level has run on the helpers
+        // The data thread alone first, then the data thread and the helpers (named swconv-*).
+        allocation_counter_watch_current_thread(1)
+        defer { allocation_counter_watch_current_thread(0) }
+        allocation_counter_reset()
+        allocation_counter_arm(1)
+        for _ in 0..<3000 { cycle() }
+        allocation_counter_arm(0)
+        XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations on the data thread")
+        XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks on the data thread")
+        allocation_counter_watch_threads_named("swconv")
+        allocation_counter_reset()
+        allocation_counter_arm(1)
+        for _ in 0..<3000 { cycle() }
+        allocation_counter_arm(0)
+        XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations on data or helper threads")
+        XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks on data or helper threads")
+        XCTAssertEqual(scheduler.statistics().lateLevels, 0)
+        XCTAssertGreaterThan(scheduler.statistics().helpers.intervals, 6000 / 2)
+    }
+}

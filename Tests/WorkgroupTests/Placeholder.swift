@@ -1,2 +1,0 @@
-import XCTest
-final class WorkgroupTestsPlaceholder: XCTestCase { func testNothing() {} }
