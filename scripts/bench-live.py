@@ -139,7 +139,8 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         measured = [name]
     recording = os.path.join(graph.directory, f"{tag}.wav")
     try:
-        graph.wait_for_ports([inputs + "FL", outputs + "FL"])
+        # The node plans its FFTs (FFTW_MEASURE) before it shows ports: allow for a busy machine.
+        graph.wait_for_ports([inputs + "FL", outputs + "FL"], timeout=180)
         # The recorder wants the driver so the chain is clocked; the player waits to be linked.
         recorder = graph.start(["pw-record", "-P", f"{{ node.name = rec-{tag} node.want-driver = true {PORTS} }}",
                                 "--format", "f32", "--rate", str(RATE), "--channels", "2", recording], f"rec-{tag}.log")
@@ -152,10 +153,10 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         cpu_start, wall_start = process_cpu_seconds(node.pid), time.monotonic()
         top = subprocess.Popen([executable, "top", "--batch"], env=graph.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
-        player.wait(timeout=seconds + 60)
-        time.sleep(ir_seconds + 0.5)  # the tail rings on after the input ends
+        player.wait(timeout=seconds + ir_seconds + 60)
         cpu = process_cpu_seconds(node.pid) - cpu_start
         wall = time.monotonic() - wall_start
+        time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
         top.send_signal(signal.SIGINT)
         top_output = top.communicate(timeout=30)[0]
         recorder.send_signal(signal.SIGINT)  # pw-record writes its WAV header on SIGINT
@@ -240,8 +241,6 @@ def main():
     os.chmod(directory, 0o700)
     rng = np.random.default_rng(1)
     noise = (rng.uniform(-0.25, 0.25, (int(args.seconds * RATE), 2))).astype(np.float32)
-    input_path = os.path.join(directory, "input.wav")
-    wavfile.write(input_path, RATE, noise)
     graph = Graph(os.path.join(directory, "pw"))
     results = []
     try:
@@ -249,13 +248,23 @@ def main():
             ir = synthetic_ir(ir_seconds, seed=int(ir_seconds * 10))
             ir_path = os.path.join(directory, f"ir-{ir_seconds:g}s.wav")
             wavfile.write(ir_path, RATE, ir)
-            reference = np.stack([fftconvolve(noise[:, c].astype(np.float64), ir[:, c].astype(np.float64))
-                                  for c in range(2)], axis=1)
+            # Silence after the noise, as long as the IR: pw-play stays linked while the tail rings out
+            # (a player that ends unlinks itself and changes the graph mid-measurement).
+            played = np.vstack([noise, np.zeros((len(ir) + RATE // 2, 2), np.float32)])
+            input_path = os.path.join(directory, f"input-{ir_seconds:g}s.wav")
+            wavfile.write(input_path, RATE, played)
+            reference = np.stack([fftconvolve(played[:, c].astype(np.float64), ir[:, c].astype(np.float64))
+                                  for c in range(2)], axis=1)[:len(played)]
             for quantum in [int(q) for q in args.quantum.split(",")]:
                 for system in systems:
                     print(f"... {system}: IR {ir_seconds:g} s, quantum {quantum}", file=sys.stderr, flush=True)
-                    result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
-                                      args.executable)
+                    try:
+                        result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
+                                          args.executable)
+                    except (RuntimeError, subprocess.SubprocessError) as error:  # one failed case, not the run
+                        print(f"    failed: {error}", file=sys.stderr)
+                        results.append((ir_seconds, quantum, system, None))
+                        continue
                     result["error_db"], result["lag"], result["lag_jumps"] = output_error_db(result["recording"], reference)
                     results.append((ir_seconds, quantum, system, result))
                     if not args.keep:
@@ -271,6 +280,9 @@ def main():
     print(f"{'IR s':>5} {'quantum':>7}  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
           f" {'late':>5} {'error dB':>8} {'lag':>7} {'jumps':>5}  intact")
     for ir_seconds, quantum, system, r in results:
+        if r is None:
+            print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} failed (see above)")
+            continue
         print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
               f" {r['busy_max_us']:>11.1f} {r['late']:>5} {r['error_db']:>8.1f} {r['lag']:>7} {r['lag_jumps']:>5}"
               f"  {'yes' if r['error_db'] <= -60 and r['lag_jumps'] == 0 else 'NO'}")
