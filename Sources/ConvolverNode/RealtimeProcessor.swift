@@ -15,7 +15,9 @@ import Workgroup
 /// to `retiredEngine`, and the main loop (woken by an event) stops and frees it there. So an
 /// engine is freed only after the data thread has let go of it, and no call sees a half-made one.
 final class RealtimeProcessor {
-    let channelCount: Int
+    /// Input and output channels (equal unless `output.position` gives a matrix's outputs).
+    let inputCount: Int
+    let outputCount: Int
     /// Port data pointers from `pw_filter_add_port`, one per channel.
     let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
@@ -52,16 +54,17 @@ final class RealtimeProcessor {
     /// is the safety margin for the rest of the graph.
     static let waitFraction = 0.75
 
-    init(channelCount: Int, controls: LiveControls) {
-        self.channelCount = channelCount
-        inputPorts = .allocate(capacity: channelCount)
-        inputPorts.initialize(repeating: nil, count: channelCount)
-        outputPorts = .allocate(capacity: channelCount)
-        outputPorts.initialize(repeating: nil, count: channelCount)
-        inputBuffers = .allocate(capacity: channelCount)
-        inputBuffers.initialize(repeating: nil, count: channelCount)
-        outputBuffers = .allocate(capacity: channelCount)
-        outputBuffers.initialize(repeating: nil, count: channelCount)
+    init(inputCount: Int, outputCount: Int, controls: LiveControls) {
+        self.inputCount = inputCount
+        self.outputCount = outputCount
+        inputPorts = .allocate(capacity: inputCount)
+        inputPorts.initialize(repeating: nil, count: inputCount)
+        outputPorts = .allocate(capacity: outputCount)
+        outputPorts.initialize(repeating: nil, count: outputCount)
+        inputBuffers = .allocate(capacity: inputCount)
+        inputBuffers.initialize(repeating: nil, count: inputCount)
+        outputBuffers = .allocate(capacity: outputCount)
+        outputBuffers.initialize(repeating: nil, count: outputCount)
         gainBits = Atomic(Float(controls.gain).bitPattern)
         mixBits = Atomic(Float(controls.mix).bitPattern)
         bypassFlag = Atomic(controls.bypass)
@@ -108,9 +111,11 @@ final class RealtimeProcessor {
             activeEngine = next
         }
 
-        for channel in 0..<channelCount {
+        for channel in 0..<inputCount {
             inputBuffers[channel] = UnsafePointer(
                 pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
+        }
+        for channel in 0..<outputCount {
             outputBuffers[channel] =
                 pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
         }
@@ -132,7 +137,7 @@ final class RealtimeProcessor {
                 mixDryWet(frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
-            for channel in 0..<channelCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
+            for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
         }
 
         let endNanos = monotonicNanos()
@@ -154,9 +159,10 @@ final class RealtimeProcessor {
                                                         mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
                                                         bypass: bypassFlag.load(ordering: .relaxed))
         let steady = wetAmount == wetTarget && dryAmount == dryTarget
-        for channel in 0..<channelCount {
+        for channel in 0..<outputCount {
             guard let output = outputBuffers[channel] else { continue }
-            let input = inputBuffers[channel]
+            // Dry signal: the input of the same index (none for outputs beyond the inputs).
+            let input = channel < inputCount ? inputBuffers[channel] : nil
             if steady {
                 if wetAmount == 1 && dryAmount == 0 { continue }
                 if let input {

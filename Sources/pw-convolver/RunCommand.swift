@@ -21,6 +21,7 @@ enum RunCommand: Command {
           --mix M                 dry/wet, 0 = dry ... 1 = wet (default 1.0) [mix]
           --threads N|auto|levels workgroup helper threads (default auto) [workgroup.threads]
           --target NODE           target.object, for a session manager's routing [target.object]
+          --sink                  a virtual sink (media.class Audio/Sink, inputs playback_<POS>) [mode = sink]
           --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
 
         Example:
@@ -49,6 +50,7 @@ enum RunCommand: Command {
             case "--mix": members.append(.init(key: "mix", value: .word(try value(option))))
             case "--threads":
                 members.append(.init(key: "workgroup", value: .object([.init(key: "threads", value: .word(try value(option)))])))
+            case "--sink": members.append(.init(key: "mode", value: .word("sink")))
             case "--target": members.append(.init(key: "target.object", value: .string(try value(option))))
             case "--args":
                 let text = try value(option)
