@@ -9,7 +9,8 @@ enum RunCommand: Command {
         Usage: pw-convolver [run] --ir FILE|builtin:NAME [options]
 
         Runs the convolver as a PipeWire filter node (ports input_<POS>/output_<POS> per channel)
-        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph.
+        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph. With --sink it is a virtual
+        sink apps can pick (inputs playback_<POS>); link its output_<POS> to the real sink.
 
         Options (each is the module argument in brackets):
           --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall or builtin:dirac [filename]
