@@ -25,5 +25,7 @@ end_leftover_processes() {
 }
 trap end_leftover_processes EXIT
 
-swift build --build-tests
-swift test
+# Release: the DSP is tested as it ships (debug Swift is many times slower, and the real-time
+# contract is a property of the optimised code). -enable-testing for the @testable imports.
+swift build -c release -Xswiftc -enable-testing --build-tests
+swift test -c release -Xswiftc -enable-testing --skip-build
