@@ -12,7 +12,7 @@ end_leftover_processes() {
     for environ in /proc/[0-9]*/environ; do
         pid=${environ#/proc/}; pid=${pid%/environ}
         [ "$pid" = $$ ] && continue
-        if grep -qzxF "SWIFT_CONVOLVER_TEST_RUN=$SWIFT_CONVOLVER_TEST_RUN" "$environ" 2>/dev/null; then
+        if { tr '\0' '\n' <"$environ"; } 2>/dev/null | grep -qx "SWIFT_CONVOLVER_TEST_RUN=$SWIFT_CONVOLVER_TEST_RUN"; then
             leftovers+=("$pid")
         fi
     done
