@@ -159,6 +159,8 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
         top.send_signal(signal.SIGINT)
         top_output = top.communicate(timeout=30)[0]
+        with open(os.path.join(graph.directory, f"top-{tag}.txt"), "w") as saved:  # every node, for --keep
+            saved.write(top_output)
         recorder.send_signal(signal.SIGINT)  # pw-record writes its WAV header on SIGINT
         recorder.wait(timeout=30)
     finally:
