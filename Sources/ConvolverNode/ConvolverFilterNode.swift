@@ -79,8 +79,9 @@ public final class ConvolverFilterNode {
         // added latency) is unchanged and no buffer is handed between two streams. The node is a
         // sink to the graph (media.class Audio/Sink, inputs `playback_<POS>` as device sinks
         // name them, node.virtual as filter-chain's sinks); its outputs `output_<POS>` are linked
-        // to the real sink by hand, qpwgraph or a link rule (a session manager only routes
-        // streams' outputs, not a sink's).
+        // to the real sink by hand or qpwgraph. WirePlumber 0.4.13 lists it as a sink but does not
+        // route into it (its adapter finds no format on DSP ports): that needs filter-chain's
+        // two-stream design (README, "Sink mode").
         let sink = configuration.mode == .sink
         var pairs: [(String, String)] = [
             (PW_KEY_MEDIA_TYPE, "Audio"),
