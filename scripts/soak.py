@@ -150,7 +150,7 @@ context.modules = [
         print(f"  calls {calls}, late cycles {late_cycles} (goal 0), late levels {late_levels} (goal 0)")
         print(f"  RSS start {rss_start} KiB, end {rss_end} KiB, growth {growth} KiB (goal < 1024)")
         if margins:
-            print(f"  helper deadline margin p99 (node's 1 s windows, sampled every 10 s): min {min(margins):.1f} µs, "
+            print(f"  helper deadline margin p99 (convolver.helper-margin-p99-us, sampled every 10 s): min {min(margins):.1f} µs, "
                   f"median {float(np.median(margins)):.1f} µs, last {margins[-1]:.1f} µs")
         print(f"  busy p99 {end.get('convolver.busy-p99-us')} µs, max {end.get('convolver.busy-max-us')} µs (last window)")
         ok = late_cycles == 0 and late_levels == 0 and growth < 1024
