@@ -3,6 +3,7 @@
 #include <pipewire/filter.h>
 #include <pipewire/impl-module.h>
 #include <pipewire/thread.h>
+#include <pipewire/extensions/profiler.h>
 #include <spa/param/audio/format-utils.h>
 #include <spa/param/props.h>
 #include <spa/param/profiler.h>

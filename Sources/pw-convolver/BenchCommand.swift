@@ -46,7 +46,7 @@ enum BenchCommand: Command {
         if let threads {
             return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
                                               threads: threads, channels: channels, inlineLevelCount: inlineLevels,
-                                              deadlineScheduling: deadline, matrix: syntheticStereoMatrix)
+                                              deadlineScheduling: deadline, json: json, matrix: syntheticStereoMatrix)
         }
 
         for length in irSeconds {

@@ -28,6 +28,16 @@ struct PacedRunResult {
     var pacerRealtime: Bool
     /// The scheduler's own report (helpers, per level), or "inline".
     var schedulerReport: String
+    /// Helper threads that ran the levels (0: inline).
+    var helperThreads: Int
+
+    /// One line of `bench --threads --json`.
+    func json(engine: String, irSeconds: Double, channels: Int, threads: Int) -> String {
+        String(format: #"{"engine":"%@","ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"overruns":%d,"helper_margin_p99_us":%@}"#,
+               engine, irSeconds, channels, blockSize, threads, processCPUPercent, dataThreadCPUPercent,
+               callWorstMicroseconds, callP99Microseconds, lateLevels, overruns,
+               helperMarginP99Microseconds.map { String(format: "%.0f", $0) } ?? "null")
+    }
 }
 
 /// Runs an engine like a driver would: one `process` call per block period, from a SCHED_FIFO
@@ -81,7 +91,8 @@ enum RealtimePacer {
             helperMarginP99Microseconds: statistics?.helpers.p99MarginNanos.map { Double($0) / 1000 },
             helperMarginMinMicroseconds: statistics?.helpers.minMarginNanos.map { Double($0) / 1000 },
             pacerRealtime: pacerRealtime,
-            schedulerReport: statistics?.description ?? "inline")
+            schedulerReport: statistics?.description ?? "inline",
+            helperThreads: statistics?.threadCount ?? 0)
     }
 
     /// The same case paced twice in one run: inline (every level on the pacing thread), then on a
@@ -109,7 +120,7 @@ enum RealtimePacer {
     /// scheduler's per-level report each. `matrix(irSeconds, channels)` builds the case's IRs.
     static func runBench(irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
                          threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0,
-                         deadlineScheduling: Bool = false,
+                         deadlineScheduling: Bool = false, json: Bool = false,
                          matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix) throws {
         for length in irSeconds {
             let caseMatrix = matrix(length, channels)
@@ -117,6 +128,12 @@ enum RealtimePacer {
                 let result = try compare(matrix: caseMatrix, configuration: .init(expectedBlockSize: block),
                                          blockSize: block, seconds: seconds, sampleRate: sampleRate, threads: threads,
                                          deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
+                if json {
+                    print(result.inline.json(engine: "inline", irSeconds: length, channels: channels, threads: 0))
+                    print(result.workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
+                                                threads: result.workgroup.helperThreads))
+                    continue
+                }
                 print(format(result, label: String(format: "IR %4.1f s x%d, block %5d", length, channels, block)))
                 print("    " + result.workgroup.schedulerReport.replacingOccurrences(of: "\n", with: "\n    "))
             }

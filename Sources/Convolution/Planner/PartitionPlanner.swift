@@ -70,6 +70,8 @@ public enum PartitionPlanner {
     /// Data-thread time counts this much more than helper time: it is the graph's critical path.
     static let headWeight = 2.0
     static let headBlockSizes = (5...11).map { 1 << $0 }  // 32 ... 2048
+    /// Relative cost difference below which the planner keeps the simpler plan.
+    static let planningTolerance = 0.05
 
     /// The cheapest plan for `problem` under the measured `costs`: every head block size and every
     /// subset of larger power-of-two tail block sizes is costed; the minimum wins.
@@ -81,12 +83,14 @@ public enum PartitionPlanner {
             var tailSizes: [Int] = []
             var size = headBlock * 2
             while size <= maxBlock { tailSizes.append(size); size *= 2 }
-            for subset in 0..<(1 << tailSizes.count) {
+            for subset in (0..<(1 << tailSizes.count)).sorted(by: { $0.nonzeroBitCount < $1.nonzeroBitCount }) {
                 let sizes = tailSizes.indices.filter { subset & (1 << $0) != 0 }.map { tailSizes[$0] }
                 guard let levels = layout(length: length, headBlock: headBlock, tailSizes: sizes) else { continue }
                 let (total, head) = cost(levels, problem, costs)
                 let weighted = total + (headWeight - 1) * head
-                if best == nil || weighted < best!.cost {
+                // Candidates come simplest first (small head, few levels): a later one must be
+                // clearly cheaper, so measurement noise does not flip plans from run to run.
+                if best == nil || weighted < best!.cost * (1 - planningTolerance) {
                     best = (weighted, PartitionPlan(levels: levels, estimatedCoreFraction: total,
                                                     estimatedHeadCoreFraction: head))
                 }

@@ -1,0 +1,173 @@
+// A PipeWire client that binds the daemon's Profiler object (module-profiler) and collects its
+// cycles, as pw-top does. Runs in a pw_thread_loop; the caller reads the statistics under its lock.
+import CPipeWire
+import Foundation
+
+enum ProfilerClientError: Error, CustomStringConvertible {
+    case cannotConnect(runtimeDirectory: String)
+    case noProfiler
+    case pipewire(what: String, errno: Int32)
+
+    var description: String {
+        switch self {
+        case .cannotConnect(let directory):
+            "cannot connect to PipeWire (XDG_RUNTIME_DIR=\(directory)): is a daemon running there?"
+        case .noProfiler:
+            "the PipeWire daemon has no Profiler object: add `{ name = libpipewire-module-profiler }` to its context.modules"
+        case .pipewire(let what, let errno):
+            "\(what) failed: \(String(cString: strerror(errno)))"
+        }
+    }
+}
+
+/// The profiler's interface type (`PW_TYPE_INTERFACE_Profiler`, a concatenated string macro Swift
+/// does not import).
+private let profilerInterfaceType = "PipeWire:Interface:Profiler"
+/// `PW_VERSION_PROFILER` of the 0.3 headers.
+private let profilerVersion: UInt32 = 3
+
+final class ProfilerClient {
+    private let threadLoop: OpaquePointer
+    private let context: OpaquePointer
+    private let core: OpaquePointer
+    private let registry: OpaquePointer
+    private var profiler: OpaquePointer?
+
+    // PipeWire keeps pointers to hooks and event tables: they live at fixed heap addresses until deinit.
+    private let registryHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let registryProxyHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let profilerHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let registryEvents = UnsafeMutablePointer<pw_registry_events>.allocate(capacity: 1)
+    private let proxyEvents = UnsafeMutablePointer<pw_proxy_events>.allocate(capacity: 1)
+    private let profilerEvents = UnsafeMutablePointer<pw_profiler_events>.allocate(capacity: 1)
+
+    /// Written on the loop thread; read by others only between `lock()` and `unlock()`.
+    var interval = GraphStatistics()
+    var total = GraphStatistics()
+    private(set) var registryDone = false
+    private(set) var decodingError: ProfileDecodingError?
+    private var syncSequence: Int32 = -1
+
+    init() throws(ProfilerClientError) {
+        pw_init(nil, nil)
+        guard let threadLoop = pw_thread_loop_new("pw-convolver-top", nil) else {
+            throw .pipewire(what: "pw_thread_loop_new", errno: errno)
+        }
+        self.threadLoop = threadLoop
+        guard let context = pw_context_new(pw_thread_loop_get_loop(threadLoop), nil, 0) else {
+            throw .pipewire(what: "pw_context_new", errno: errno)
+        }
+        self.context = context
+        // Registers the client side of the Profiler protocol (as pw-top does).
+        _ = pw_context_load_module(context, "libpipewire-module-profiler", nil, nil)
+        guard let core = pw_context_connect(context, nil, 0) else {
+            throw .cannotConnect(runtimeDirectory: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "(unset)")
+        }
+        self.core = core
+        guard let registry = pw_core_get_registry(core, UInt32(PW_VERSION_REGISTRY), 0) else {
+            throw .pipewire(what: "pw_core_get_registry", errno: errno)
+        }
+        self.registry = registry
+
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        registryHook.initialize(to: spa_hook())
+        registryProxyHook.initialize(to: spa_hook())
+        profilerHook.initialize(to: spa_hook())
+        registryEvents.initialize(to: pw_registry_events())
+        registryEvents.pointee.version = UInt32(PW_VERSION_REGISTRY_EVENTS)
+        registryEvents.pointee.global = { data, id, _, type, _, props in
+            guard let data, let type else { return }
+            ProfilerClient.from(data).registryGlobal(id: id, type: String(cString: type), props: props)
+        }
+        registryEvents.pointee.global_remove = { data, id in
+            guard let data else { return }
+            let client = ProfilerClient.from(data)
+            client.interval.removeNode(id: id)
+            client.total.removeNode(id: id)
+        }
+        proxyEvents.initialize(to: pw_proxy_events())
+        proxyEvents.pointee.version = UInt32(PW_VERSION_PROXY_EVENTS)
+        proxyEvents.pointee.done = { data, sequence in
+            guard let data else { return }
+            let client = ProfilerClient.from(data)
+            if sequence == client.syncSequence { client.registryDone = true }
+        }
+        profilerEvents.initialize(to: pw_profiler_events())
+        profilerEvents.pointee.version = UInt32(PW_VERSION_PROFILER_EVENTS)
+        profilerEvents.pointee.profile = { data, pod in
+            guard let data, let pod else { return }
+            ProfilerClient.from(data).profile(pod)
+        }
+        // pw_registry_add_listener is a macro over the proxy's object listener: call that directly.
+        let registryProxy = registry  // a pw_registry is a pw_proxy
+        pw_proxy_add_object_listener(registryProxy, registryHook, UnsafeRawPointer(registryEvents), userData)
+        pw_proxy_add_listener(registryProxy, registryProxyHook, proxyEvents, userData)
+        // The reply to this sync arrives after every existing global was announced.
+        syncSequence = pw_proxy_sync(registryProxy, 0)
+        guard pw_thread_loop_start(threadLoop) == 0 else { throw .pipewire(what: "pw_thread_loop_start", errno: errno) }
+    }
+
+    deinit {
+        pw_thread_loop_stop(threadLoop)
+        spa_hook_remove(profilerHook)
+        spa_hook_remove(registryHook)
+        spa_hook_remove(registryProxyHook)
+        if let profiler { pw_proxy_destroy(profiler) }
+        pw_proxy_destroy(registry)
+        pw_core_disconnect(core)
+        pw_context_destroy(context)
+        pw_thread_loop_destroy(threadLoop)
+        for hook in [registryHook, registryProxyHook, profilerHook] { hook.deallocate() }
+        registryEvents.deallocate()
+        proxyEvents.deallocate()
+        profilerEvents.deallocate()
+    }
+
+    func lock() { pw_thread_loop_lock(threadLoop) }
+    func unlock() { pw_thread_loop_unlock(threadLoop) }
+
+    /// Waits until the registry was enumerated; throws if no Profiler object was among the globals.
+    func waitForProfiler(timeout: TimeInterval) throws(ProfilerClientError) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            lock()
+            let (done, bound) = (registryDone, profiler != nil)
+            unlock()
+            if bound { return }
+            if done { throw .noProfiler }
+            usleep(10_000)
+        }
+        throw .cannotConnect(runtimeDirectory: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "(unset)")
+    }
+
+    private static func from(_ data: UnsafeMutableRawPointer) -> ProfilerClient {
+        Unmanaged<ProfilerClient>.fromOpaque(data).takeUnretainedValue()
+    }
+
+    private func registryGlobal(id: UInt32, type: String, props: UnsafePointer<spa_dict>?) {
+        if type == "PipeWire:Interface:Node" {
+            var name = "\(id)"
+            for key: String in [PW_KEY_NODE_NAME, PW_KEY_NODE_DESCRIPTION, PW_KEY_APP_NAME] {
+                if let props, let value = spa_dict_lookup(props, key) { name = String(cString: value); break }
+            }
+            interval.addIdleNode(id: id, name: name)
+            total.addIdleNode(id: id, name: name)
+        } else if type == profilerInterfaceType, profiler == nil {
+            guard let proxy = pw_registry_bind(registry, id, type, profilerVersion, 0) else { return }
+            profiler = OpaquePointer(proxy)
+            pw_proxy_add_object_listener(profiler, profilerHook, UnsafeRawPointer(profilerEvents),
+                                         Unmanaged.passUnretained(self).toOpaque())
+        }
+    }
+
+    private func profile(_ pod: UnsafePointer<spa_pod>) {
+        do {
+            for cycle in try decodeProfile(pod) {
+                interval.add(cycle)
+                total.add(cycle)
+            }
+        } catch {
+            decodingError = error
+        }
+    }
+}

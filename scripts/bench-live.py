@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""make bench-live: swift-convolver's node beside PipeWire's filter-chain convolver, in one run.
+
+Same private headless daemon, same input (stereo noise), same synthetic stereo IR, same quantum for
+both; one system at a time (the machine has few cores, running both at once would measure the
+competition). Per case it reports: process CPU over the run (all threads, /proc/PID/stat utime+stime),
+data-thread busy p99/max and late cycles (`pw-convolver top --batch`), and whether the recording is
+intact (compared with a numpy reference convolution after finding the lag; error in dB).
+
+Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
+  /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
+  /usr/bin/python3 scripts/bench-live.py --seconds 5 --ir 1 --quantum 256   # a smoke run
+"""
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+from scipy.io import wavfile
+from scipy.signal import fftconvolve, correlate
+
+# pw-record writes a LIST chunk scipy does not read; harmless.
+warnings.filterwarnings("ignore", category=wavfile.WavFileWarning)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RATE = 48000
+PORTS = "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def synthetic_ir(seconds, seed):
+    """Stereo exponentially decaying noise (RT60 = the IR's length), decorrelated channels, a direct
+    sound at 0: like a hall, and deterministic."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * RATE)
+    decay = np.exp(-6.9 * np.arange(n) / n)  # -60 dB at the end
+    ir = (rng.standard_normal((n, 2)) * decay[:, None] * 0.05).astype(np.float32)
+    ir[0] = [0.5, 0.4]
+    return ir
+
+
+class Graph:
+    """A private headless PipeWire daemon (scripts/private-pipewire.sh) and the processes of one case."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=directory, PIPEWIRE_DEBUG="1")
+        self.env.pop("PIPEWIRE_REMOTE", None)
+        subprocess.run([f"{ROOT}/scripts/private-pipewire.sh", "start", directory], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    def stop(self):
+        subprocess.run([f"{ROOT}/scripts/private-pipewire.sh", "stop", self.directory], check=False)
+
+    def run(self, *args):
+        return subprocess.run(args, env=self.env, check=True, capture_output=True, text=True).stdout
+
+    def start(self, args, log, extra_env=None):
+        with open(os.path.join(self.directory, log), "w") as out:
+            return subprocess.Popen(args, env=dict(self.env, **(extra_env or {})), stdout=out,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait_for_ports(self, ports, timeout=20):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            listed = self.run("pw-link", "-o", "-i")
+            if all(port in listed.split() for port in ports):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"ports {ports} did not appear; see logs in {self.directory}")
+
+
+def process_cpu_seconds(pid):
+    """utime + stime of all threads of a process (fields 14 and 15 of /proc/PID/stat)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def filter_chain_config(path, ir_path, tag):
+    """A `pipewire -c` client process running filter-chain's builtin convolver, one per channel."""
+    with open(path, "w") as conf:
+        conf.write(f"""
+context.properties = {{ log.level = 2 }}
+context.spa-libs = {{ audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }}
+context.modules = [
+  {{ name = libpipewire-module-rt args = {{ nice.level = -11 rt.prio = 88 rtkit.enabled = false rtportal.enabled = false }}
+     flags = [ ifexists nofail ] }}
+  {{ name = libpipewire-module-protocol-native }}
+  {{ name = libpipewire-module-client-node }}
+  {{ name = libpipewire-module-adapter }}
+  {{ name = libpipewire-module-filter-chain
+     args = {{
+       node.description = "filter-chain convolver"
+       filter.graph = {{
+         nodes = [
+           {{ type = builtin label = convolver name = left  config = {{ filename = "{ir_path}" channel = 0 }} }}
+           {{ type = builtin label = convolver name = right config = {{ filename = "{ir_path}" channel = 1 }} }}
+         ]
+         inputs = [ "left:In" "right:In" ]
+         outputs = [ "left:Out" "right:Out" ]
+       }}
+       audio.channels = 2
+       audio.position = [ FL FR ]
+       audio.rate = {RATE}
+       capture.props = {{ node.name = "fc-in-{tag}" node.want-driver = false {PORTS} }}
+       playback.props = {{ node.name = "fc-out-{tag}" node.want-driver = false {PORTS} }}
+     }}
+  }}
+]
+""")
+
+
+def swift_node_available(executable):
+    probe = subprocess.run([executable, "run", "--help"], capture_output=True, text=True)
+    usage = probe.stdout + probe.stderr
+    return probe.returncode == 0 and "--ir" in usage
+
+
+def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, executable):
+    """Plays the input through one system, records it, returns the measurements."""
+    tag = f"{system}-{ir_seconds}-{quantum}-{os.getpid()}"
+    graph.run("pw-metadata", "-n", "settings", "0", "clock.force-quantum", str(quantum))
+    if system == "filter-chain":
+        conf = os.path.join(graph.directory, f"fc-{tag}.conf")
+        filter_chain_config(conf, ir_path, tag)
+        node = graph.start(["pipewire", "-c", conf], f"{tag}.log")
+        inputs, outputs = f"fc-in-{tag}:input_", f"fc-out-{tag}:output_"
+        measured = [f"fc-in-{tag}", f"fc-out-{tag}"]
+    else:
+        name = f"swconv-{tag}"
+        # THE NODE STEP: runs once the node helper's `pw-convolver run` is on main.
+        node = graph.start([executable, "run", "--ir", ir_path, "--name", name], f"{tag}.log")
+        inputs, outputs = f"{name}:input_", f"{name}:output_"
+        measured = [name]
+    recording = os.path.join(graph.directory, f"{tag}.wav")
+    try:
+        # The node plans its FFTs (FFTW_MEASURE) before it shows ports: allow for a busy machine.
+        graph.wait_for_ports([inputs + "FL", outputs + "FL"], timeout=180)
+        # The recorder wants the driver so the chain is clocked; the player waits to be linked.
+        recorder = graph.start(["pw-record", "-P", f"{{ node.name = rec-{tag} node.want-driver = true {PORTS} }}",
+                                "--format", "f32", "--rate", str(RATE), "--channels", "2", recording], f"rec-{tag}.log")
+        player = graph.start(["pw-play", "-P", f"{{ node.name = play-{tag} node.want-driver = false {PORTS} }}",
+                              input_path], f"play-{tag}.log")
+        graph.wait_for_ports([f"play-{tag}:output_FL", f"rec-{tag}:input_FL"])
+        for channel in ("FL", "FR"):
+            graph.run("pw-link", f"{outputs}{channel}", f"rec-{tag}:input_{channel}")
+            graph.run("pw-link", f"play-{tag}:output_{channel}", inputs + channel)
+        cpu_start, wall_start = process_cpu_seconds(node.pid), time.monotonic()
+        top = subprocess.Popen([executable, "top", "--batch"], env=graph.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+        player.wait(timeout=seconds + ir_seconds + 60)
+        cpu = process_cpu_seconds(node.pid) - cpu_start
+        wall = time.monotonic() - wall_start
+        time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
+        top.send_signal(signal.SIGINT)
+        top_output = top.communicate(timeout=30)[0]
+        recorder.send_signal(signal.SIGINT)  # pw-record writes its WAV header on SIGINT
+        recorder.wait(timeout=30)
+    finally:
+        node.send_signal(signal.SIGINT)
+        try:
+            node.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            node.kill()
+    rows = parse_top_total(top_output)
+    busy = [rows[m] for m in measured if m in rows]
+    if not busy:
+        raise RuntimeError(f"top saw none of {measured}:\n{top_output}")
+    return {
+        "cpu_percent": 100 * cpu / wall,
+        "busy_p99_us": max(r["busy_p99"] for r in busy),
+        "busy_max_us": max(r["busy_max"] for r in busy),
+        "late": max(r["late"] for r in busy),
+        "recording": recording,
+    }
+
+
+def parse_top_total(output):
+    """Rows of the TOTAL block of `pw-convolver top --batch`, by node name."""
+    rows = {}
+    lines = output.split("\nTOTAL ", 1)[-1].splitlines()[2:]
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 14 or fields[9] == "-":
+            continue
+        rows[" ".join(fields[13:])] = {"busy_p99": float(fields[9]), "busy_max": float(fields[10]),
+                                        "late": int(fields[12])}
+    return rows
+
+
+def output_error_db(recording, reference):
+    """Finds the lag of each 1 s segment of the reference in the recording (cross-correlation). An
+    intact recording has one constant lag; dropped or repeated samples show as lag jumps. Returns the
+    relative error in dB at the most common lag over the reference's length, that lag, and the
+    number of lag jumps."""
+    rate, recorded = wavfile.read(recording)
+    assert rate == RATE, f"{recording}: rate {rate}"
+    full = recorded.astype(np.float64)
+    recorded = full[:, 0]
+    segment = RATE
+    lags = []
+    for start in range(0, len(reference) - segment, segment):
+        window = recorded[start:start + segment + 10 * RATE]  # the lag is below 10 s (start-up)
+        if len(window) < segment:
+            break
+        correlation = correlate(window, reference[start:start + segment, 0], mode="valid", method="fft")
+        lags.append(int(np.argmax(np.abs(correlation))))
+    if not lags:
+        return 0.0, 0, 0
+    lag = max(set(lags), key=lags.count)
+    jumps = sum(1 for a, b in zip(lags, lags[1:]) if a != b)
+    aligned = full[lag:lag + len(reference)]
+    if len(aligned) < len(reference):  # recording cut short: count the missing part as error
+        aligned = np.vstack([aligned, np.zeros((len(reference) - len(aligned), 2))])
+    error = np.sum((aligned - reference) ** 2) / np.sum(reference ** 2)
+    return 10 * np.log10(max(error, 1e-30)), lag, jumps
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=40, help="length of the noise input (default 40)")
+    parser.add_argument("--ir", default="1,3,10", help="IR lengths in seconds (default 1,3,10)")
+    parser.add_argument("--quantum", default="64,256,1024", help="quanta (default 64,256,1024)")
+    parser.add_argument("--systems", default="filter-chain,swift-convolver")
+    parser.add_argument("--executable", default=f"{ROOT}/.build/release/pw-convolver")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary directory (recordings, logs)")
+    args = parser.parse_args()
+
+    systems = args.systems.split(",")
+    if "swift-convolver" in systems and not swift_node_available(args.executable):
+        print("note: `pw-convolver run` is not available in this build yet: measuring filter-chain only",
+              file=sys.stderr)
+        systems.remove("swift-convolver")
+
+    directory = tempfile.mkdtemp(prefix="swconv-bench-live-")
+    os.chmod(directory, 0o700)
+    rng = np.random.default_rng(1)
+    noise = (rng.uniform(-0.25, 0.25, (int(args.seconds * RATE), 2))).astype(np.float32)
+    graph = Graph(os.path.join(directory, "pw"))
+    results = []
+    try:
+        for ir_seconds in [float(s) for s in args.ir.split(",")]:
+            ir = synthetic_ir(ir_seconds, seed=int(ir_seconds * 10))
+            ir_path = os.path.join(directory, f"ir-{ir_seconds:g}s.wav")
+            wavfile.write(ir_path, RATE, ir)
+            # Silence after the noise, as long as the IR: pw-play stays linked while the tail rings out
+            # (a player that ends unlinks itself and changes the graph mid-measurement).
+            played = np.vstack([noise, np.zeros((len(ir) + RATE // 2, 2), np.float32)])
+            input_path = os.path.join(directory, f"input-{ir_seconds:g}s.wav")
+            wavfile.write(input_path, RATE, played)
+            reference = np.stack([fftconvolve(played[:, c].astype(np.float64), ir[:, c].astype(np.float64))
+                                  for c in range(2)], axis=1)[:len(played)]
+            for quantum in [int(q) for q in args.quantum.split(",")]:
+                for system in systems:
+                    print(f"... {system}: IR {ir_seconds:g} s, quantum {quantum}", file=sys.stderr, flush=True)
+                    try:
+                        result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
+                                          args.executable)
+                    except (RuntimeError, subprocess.SubprocessError) as error:  # one failed case, not the run
+                        print(f"    failed: {error}", file=sys.stderr)
+                        results.append((ir_seconds, quantum, system, None))
+                        continue
+                    result["error_db"], result["lag"], result["lag_jumps"] = output_error_db(result["recording"], reference)
+                    results.append((ir_seconds, quantum, system, result))
+                    if not args.keep:
+                        os.remove(result["recording"])
+    finally:
+        graph.stop()
+        if not args.keep:
+            subprocess.run(["rm", "-rf", directory], check=False)
+
+    print(f"\nbench-live: {args.seconds:g} s stereo noise at {RATE} Hz, private headless PipeWire (Dummy-Driver)")
+    print("intact = one constant lag through the whole recording (no lag jumps: no dropped or repeated samples)")
+    print("         and error <= -60 dB against the numpy reference convolution at that lag")
+    print(f"{'IR s':>5} {'quantum':>7}  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
+          f" {'late':>5} {'error dB':>8} {'lag':>7} {'jumps':>5}  intact")
+    for ir_seconds, quantum, system, r in results:
+        if r is None:
+            print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} failed (see above)")
+            continue
+        print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
+              f" {r['busy_max_us']:>11.1f} {r['late']:>5} {r['error_db']:>8.1f} {r['lag']:>7} {r['lag_jumps']:>5}"
+              f"  {'yes' if r['error_db'] <= -60 and r['lag_jumps'] == 0 else 'NO'}")
+    if args.keep:
+        print(f"recordings and logs: {directory}")
+
+
+if __name__ == "__main__":
+    main()
