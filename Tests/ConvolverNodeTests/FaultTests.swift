@@ -105,7 +105,8 @@ final class FaultTests: XCTestCase {
                 counts["recovered"] = try lateLevels("conv-starved")
             }
         let before = counts["before"] ?? -1, underLoad = counts["underLoad"] ?? -1, recovered = counts["recovered"] ?? -1
-        print("late levels: before \(before), after \(loadSeconds) s of load \(underLoad), \(recoverySeconds - 1.5) s later \(recovered)")
+        print("late levels: before \(before), after \(loadSeconds) s of load \(underLoad), \(recoverySeconds - 1.5) s later \(recovered); "
+              + "node late cycles (call ended after the cycle's deadline): \((try? statistic("conv-starved", "convolver.late-cycles")) ?? "?")")
         XCTAssertGreaterThan(underLoad, before, "starved helpers must show up as late levels")
         // Recovered: the count stops rising (a little slack for the shared, noisy machine).
         XCTAssertLessThanOrEqual(recovered - underLoad, max(2, (underLoad - before) / 20), "late levels kept rising after the load ended")
