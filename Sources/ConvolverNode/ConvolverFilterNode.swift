@@ -14,10 +14,14 @@ public final class ConvolverFilterNode {
     private let loop: UnsafeMutablePointer<pw_loop>
     /// For the helper threads' RT policy (module-rt of this context).
     private let context: OpaquePointer?
-    /// The newest engine built (a second reference, for statistics on the main loop).
+    /// The newest engine built, active or pending (a second reference, for statistics).
     private var newestSlot: EngineSlot?
     /// Late levels of engines already replaced.
     private var lateLevelsOfReplacedEngines = 0
+    /// Builds engines for new rates and IRs off the main loop (created with the wake event).
+    private var builder: EngineBuilder?
+    /// The rate the newest requested engine is for (requested or built).
+    private var requestedRate: Int
     private var filter: OpaquePointer?
     /// PipeWire keeps pointers to the hook and event tables: both outlive the filter.
     private let filterListener: UnsafeMutablePointer<spa_hook>
@@ -25,16 +29,10 @@ public final class ConvolverFilterNode {
     private var statisticsTimer: UnsafeMutablePointer<spa_source>?
     private var wakeEvent: UnsafeMutablePointer<spa_source>?
     private var controls: LiveControls
-    private var expectedBlockSize: Int
-    /// Rate and plan of the newest engine built (active or pending).
-    private var newestRate: Int
-    private var newestPlan: String
+    private let expectedBlockSize: Int
     private var lastPublished: [String: String] = [:]
     /// Scratch memory for building param pods (main loop only).
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
-
-    /// Called once when the filter went away on its own (its core disconnected, an error state).
-    public var onFilterGone: (() -> Void)?
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
     /// makes the node rebuild), creates the filter and its ports and connects it.
@@ -51,8 +49,7 @@ public final class ConvolverFilterNode {
 
         let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
                                               context: context)
-        newestRate = sampleRate
-        newestPlan = slot.planDescription
+        requestedRate = sampleRate
         newestSlot = slot
         realtime.activeEngine = Unmanaged.passRetained(slot).toOpaque()
 
@@ -113,6 +110,9 @@ public final class ConvolverFilterNode {
         }, userData)
         realtime.wakeLoop = loop
         realtime.wakeSource = wakeEvent
+        let wakeLoop = loop, wakeSource = wakeEvent
+        // cpw_loop_signal_event (an eventfd write) may be called from any thread.
+        builder = EngineBuilder(context: context) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
         statisticsTimer = cpw_loop_add_timer(loop, { data, _ in
             guard let data else { return }
             Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
@@ -137,6 +137,13 @@ public final class ConvolverFilterNode {
                 self.filter = nil
             }
         }
+        // A build in progress may still signal the wake event: wait for it, free what it made.
+        if let builder {
+            for completion in builder.finish() {
+                if case let .success(slot) = completion.result { slot.stop() }
+            }
+        }
+        builder = nil
         if let statisticsTimer { cpw_loop_destroy_source(loop, statisticsTimer) }
         statisticsTimer = nil
         if let wakeEvent { cpw_loop_destroy_source(loop, wakeEvent) }
@@ -158,35 +165,56 @@ public final class ConvolverFilterNode {
 
     // MARK: - Engines
 
-    /// Builds an engine for `sampleRate` with `configuration` and hands it to the data thread.
-    /// Slow (IR load, resampling, planning); runs on the main loop, never on the data thread.
-    private func installEngine(configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) {
-        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
-                                              context: context)
-        newestRate = sampleRate
-        newestPlan = slot.planDescription
+    /// Hands a built engine to the data thread (it takes it at its next call).
+    private func install(_ slot: EngineSlot, configuration: NodeConfiguration) {
         if let previous = newestSlot { lateLevelsOfReplacedEngines += previous.scheduler.statistics().lateLevels }
         newestSlot = slot
         if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
             Self.free(unused)   // the data thread never took it
         }
-        PipeWireLog.info("\(configuration.nodeName): engine for \(sampleRate) Hz ready (\(slot.planDescription))")
+        PipeWireLog.info("\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))")
     }
 
-    /// The data thread retired an engine or saw a new graph rate.
+    /// Asks the builder for an engine for `sampleRate` with `configuration` (main loop).
+    private func requestEngine(_ configuration: NodeConfiguration, sampleRate: Int, purpose: EngineBuilder.Purpose) {
+        requestedRate = sampleRate
+        builder?.request(.init(configuration: configuration, sampleRate: sampleRate,
+                               expectedBlockSize: expectedBlockSize, purpose: purpose))
+    }
+
+    /// The data thread retired an engine or saw a new graph rate, or the builder finished.
     private func dataThreadWokeUs() {
         realtime.mainLoopWoken.store(false, ordering: .releasing)
         if let retired = realtime.retiredEngine.exchange(nil, ordering: .acquiringAndReleasing) {
             Self.free(retired)
         }
-        let rate = realtime.mismatchedRate.load(ordering: .relaxed)
-        if rate > 0 && rate != newestRate {
-            do {
-                try installEngine(configuration: configuration, sampleRate: rate)
-            } catch {
-                PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(rate) Hz: \(error)")
-                newestRate = rate   // do not retry every cycle; a later change retries
+        for completion in builder?.takeCompletions() ?? [] {
+            let request = completion.request
+            switch completion.result {
+            case let .success(slot):
+                // A rate-change build is outdated when the rate changed again meanwhile.
+                if request.sampleRate != requestedRate {
+                    slot.stop()
+                    continue
+                }
+                if request.purpose == .impulseResponse {
+                    configuration.filename = request.configuration.filename
+                    configuration.impulses = request.configuration.impulses
+                    publishProps()
+                }
+                install(slot, configuration: request.configuration)
+            case let .failure(error):
+                switch request.purpose {
+                case .sampleRate:
+                    PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(request.sampleRate) Hz: \(error)")
+                case .impulseResponse:
+                    PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
+                }
             }
+        }
+        let rate = realtime.mismatchedRate.load(ordering: .relaxed)
+        if rate > 0 && rate != requestedRate {
+            requestEngine(configuration, sampleRate: rate, purpose: .sampleRate)
         }
     }
 
@@ -212,15 +240,11 @@ public final class ConvolverFilterNode {
         configuration.mix = controls.mix
         configuration.bypass = controls.bypass
         if let filename = change.filename, filename != configuration.filename || !configuration.impulses.isEmpty {
+            // Built off the main loop; installed (and shown in Props) when ready, or logged.
             var next = configuration
             next.filename = filename
             next.impulses = []
-            do {
-                try installEngine(configuration: next, sampleRate: newestRate)
-                configuration = next
-            } catch {
-                PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
-            }
+            requestEngine(next, sampleRate: requestedRate, purpose: .impulseResponse)
         }
         publishProps()
     }
@@ -240,8 +264,8 @@ public final class ConvolverFilterNode {
             "convolver.helper-margin-p99-us": marginP99,
             "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
-            "convolver.rate": "\(newestRate)",
-            "convolver.plan": newestPlan,
+            "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
+            "convolver.plan": newestSlot?.planDescription ?? "",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
         if let busy {
@@ -272,10 +296,9 @@ public final class ConvolverFilterNode {
         events.state_changed = { data, _, state, error in
             guard let data else { return }
             let node = Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue()
+            // The connection's end is handled by the owner's CoreListener; errors are logged here.
             if state == PW_FILTER_STATE_ERROR {
                 PipeWireLog.error("\(node.configuration.nodeName): filter error: \(error.map { String(cString: $0) } ?? "unknown")")
-            } else if state == PW_FILTER_STATE_UNCONNECTED {
-                node.onFilterGone?()
             }
         }
         events.param_changed = { data, portData, id, param in

@@ -24,9 +24,7 @@ public final class ConvolverModuleInstance {
     private let ownsCore: Bool
     private var node: ConvolverFilterNode?
     private let moduleListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let coreListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let coreProxyListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private var coreHooksAdded = false
+    private var coreListener: CoreListener?
 
     /// `pipewire__module_init`: 0, or a negative errno after logging why.
     public static func load(module: OpaquePointer?, arguments: UnsafePointer<CChar>?) -> Int32 {
@@ -54,7 +52,7 @@ public final class ConvolverModuleInstance {
 
     private init(module: OpaquePointer, configuration: NodeConfiguration) throws(ConvolverNodeError) {
         self.module = module
-        for hook in [moduleListener, coreListener, coreProxyListener] { hook.initialize(to: spa_hook()) }
+        moduleListener.initialize(to: spa_hook())
         let context = pw_impl_module_get_context(module)
         // In the daemon and in `pipewire -c` processes alike: use the context's core if it has
         // one, else connect (as module-filter-chain does).
@@ -66,13 +64,17 @@ public final class ConvolverModuleInstance {
             ownsCore = true
         } else {
             let error = errno
-            Self.deallocateHooks([moduleListener, coreListener, coreProxyListener])
+            moduleListener.deallocate()
             throw .pipeWire(call: "pw_context_connect", errno: error)
         }
-        let userData = Unmanaged.passUnretained(self).toOpaque()
-        pw_proxy_add_listener(core, coreProxyListener, Self.coreProxyEvents, userData)
-        _ = cpw_core_add_listener(core, coreListener, Self.coreEvents, userData)
-        coreHooksAdded = true
+        if let core {
+            // The connection ended: forget the core, then let PipeWire destroy the module (which
+            // tears the node down from `moduleDestroyed`).
+            coreListener = CoreListener(core: core) { [unowned self] _ in
+                self.core = nil
+                pw_impl_module_schedule_destroy(self.module)
+            }
+        }
 
         let properties = pw_context_get_properties(context)
         let rate = properties.flatMap { pw_properties_get($0, "default.clock.rate") }.flatMap { Int(String(cString: $0)) } ?? 48000
@@ -83,14 +85,14 @@ public final class ConvolverModuleInstance {
                                            sampleRate: rate, expectedBlockSize: quantum)
         } catch let error as ConvolverNodeError {
             teardown()
-            Self.deallocateHooks([moduleListener, coreListener, coreProxyListener])
+            moduleListener.deallocate()
             throw error
         } catch {
             teardown()
-            Self.deallocateHooks([moduleListener, coreListener, coreProxyListener])
+            moduleListener.deallocate()
             throw .engine("\(error)")
         }
-        pw_impl_module_add_listener(module, moduleListener, Self.moduleEvents, userData)
+        pw_impl_module_add_listener(module, moduleListener, Self.moduleEvents, Unmanaged.passUnretained(self).toOpaque())
         let moduleProperties = makeProperties([
             (PW_KEY_MODULE_AUTHOR, "swift-convolver"),
             (PW_KEY_MODULE_DESCRIPTION, "Zero-latency partitioned convolver filter node"),
@@ -101,19 +103,12 @@ public final class ConvolverModuleInstance {
         PipeWireLog.info("\(configuration.nodeName): loaded, \(configuration.channelCount) channels, IR \(configuration.filename ?? "impulses")")
     }
 
-    private static func deallocateHooks(_ hooks: [UnsafeMutablePointer<spa_hook>]) {
-        for hook in hooks { hook.deallocate() }
-    }
-
     /// Filter first, then core hooks, then our own core connection.
     private func teardown() {
         node?.destroy()
         node = nil
-        if coreHooksAdded {
-            spa_hook_remove(coreListener)
-            spa_hook_remove(coreProxyListener)
-            coreHooksAdded = false
-        }
+        coreListener?.remove()
+        coreListener = nil
         if let core, ownsCore { pw_core_disconnect(core) }
         core = nil
     }
@@ -121,7 +116,7 @@ public final class ConvolverModuleInstance {
     private func moduleDestroyed() {
         spa_hook_remove(moduleListener)
         teardown()
-        Self.deallocateHooks([moduleListener, coreListener, coreProxyListener])
+        moduleListener.deallocate()
         Unmanaged.passUnretained(self).release()   // balances load()'s passRetained
     }
 
@@ -133,39 +128,6 @@ public final class ConvolverModuleInstance {
             Unmanaged<ConvolverModuleInstance>.fromOpaque(data).takeUnretainedValue().moduleDestroyed()
         }
         let pointer = UnsafeMutablePointer<pw_impl_module_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
-    }()
-
-    private static let coreProxyEvents: UnsafeMutablePointer<pw_proxy_events> = {
-        var events = pw_proxy_events()
-        events.version = UInt32(PW_VERSION_PROXY_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            let instance = Unmanaged<ConvolverModuleInstance>.fromOpaque(data).takeUnretainedValue()
-            if instance.coreHooksAdded {
-                spa_hook_remove(instance.coreListener)
-                spa_hook_remove(instance.coreProxyListener)
-                instance.coreHooksAdded = false
-            }
-            instance.core = nil
-            pw_impl_module_schedule_destroy(instance.module)
-        }
-        let pointer = UnsafeMutablePointer<pw_proxy_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
-    }()
-
-    private static let coreEvents: UnsafeMutablePointer<pw_core_events> = {
-        var events = pw_core_events()
-        events.version = UInt32(PW_VERSION_CORE_EVENTS)
-        events.error = { data, id, _, result, message in
-            guard let data else { return }
-            let instance = Unmanaged<ConvolverModuleInstance>.fromOpaque(data).takeUnretainedValue()
-            PipeWireLog.error("core error on object \(id): \(result) \(message.map { String(cString: $0) } ?? "")")
-            if id == PW_ID_CORE && result == -EPIPE { pw_impl_module_schedule_destroy(instance.module) }
-        }
-        let pointer = UnsafeMutablePointer<pw_core_events>.allocate(capacity: 1)
         pointer.initialize(to: events)
         return pointer
     }()

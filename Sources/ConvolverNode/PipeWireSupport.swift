@@ -14,6 +14,8 @@ public enum ConvolverNodeError: Error, CustomStringConvertible, Equatable {
     case engine(String)
     /// A PipeWire call failed with a negative errno.
     case pipeWire(call: String, errno: Int32)
+    /// The connection to the PipeWire server ended (the standalone client then exits).
+    case disconnected(String)
 
     public var description: String {
         switch self {
@@ -21,6 +23,7 @@ public enum ConvolverNodeError: Error, CustomStringConvertible, Equatable {
         case let .impulseResponse(key, message, _): return "\(key): \(message)"
         case let .engine(message): return "engine: \(message)"
         case let .pipeWire(call, errno): return "\(call) failed: \(String(cString: strerror(errno)))"
+        case let .disconnected(reason): return reason
         }
     }
 
@@ -31,6 +34,7 @@ public enum ConvolverNodeError: Error, CustomStringConvertible, Equatable {
         case let .impulseResponse(_, _, errno): return -errno
         case .engine: return -EINVAL
         case let .pipeWire(_, errno): return -errno
+        case .disconnected: return -EPIPE
         }
     }
 }

@@ -9,6 +9,14 @@ public enum StandaloneClient {
     /// saying the node is up.
     public static func run(_ configuration: NodeConfiguration, sampleRate: Int = 48000,
                            onRunning: (String) -> Void = { _ in }) throws(ConvolverNodeError) {
+        // Block SIGINT/SIGTERM before any thread exists, so every PipeWire thread inherits the
+        // mask and the loop's signalfd sources below receive them (instead of the default action
+        // killing the process on whichever thread the kernel picks).
+        var stopSignals = sigset_t()
+        sigemptyset(&stopSignals)
+        sigaddset(&stopSignals, SIGINT)
+        sigaddset(&stopSignals, SIGTERM)
+        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         pw_init(nil, nil)
         defer { pw_deinit() }
         // SIGINT/SIGTERM reach us through the main loop's signalfd. Blocked here, before any
@@ -27,27 +35,30 @@ public enum StandaloneClient {
             throw .pipeWire(call: "pw_context_connect (is PipeWire running for this XDG_RUNTIME_DIR?)", errno: errno)
         }
 
-        let session = Session(mainLoop: mainLoop)
-        let userData = Unmanaged.passUnretained(session).toOpaque()
+        // Signals arrive through the loop (signalfd): `data` is the main loop.
         let quit: spa_source_signal_func_t = { data, _ in
             guard let data else { return }
-            let session = Unmanaged<Session>.fromOpaque(data).takeUnretainedValue()
-            pw_main_loop_quit(session.mainLoop)
+            pw_main_loop_quit(OpaquePointer(data))
         }
-        let interrupt = cpw_loop_add_signal(loop, SIGINT, quit, userData)
-        let terminate = cpw_loop_add_signal(loop, SIGTERM, quit, userData)
-        pw_proxy_add_listener(core, session.coreProxyListener, Session.coreProxyEvents, userData)
-        _ = cpw_core_add_listener(core, session.coreListener, Session.coreEvents, userData)
+        let interrupt = cpw_loop_add_signal(loop, SIGINT, quit, UnsafeMutableRawPointer(mainLoop))
+        let terminate = cpw_loop_add_signal(loop, SIGTERM, quit, UnsafeMutableRawPointer(mainLoop))
+        defer {
+            cpw_loop_destroy_source(loop, interrupt)
+            cpw_loop_destroy_source(loop, terminate)
+        }
+        var serverGone: String?
+        let coreListener = CoreListener(core: core) { reason in
+            serverGone = reason
+            pw_main_loop_quit(mainLoop)
+        }
 
         let node: ConvolverFilterNode
         do {
             node = try ConvolverFilterNode(core: core, context: context, loop: loop, configuration: configuration,
                                            sampleRate: sampleRate, expectedBlockSize: 256)
         } catch {
-            session.removeCoreHooks()
+            coreListener.remove()
             pw_core_disconnect(core)
-            cpw_loop_destroy_source(loop, interrupt)
-            cpw_loop_destroy_source(loop, terminate)
             throw error
         }
         let ports = configuration.positions.map { "input_\($0)/output_\($0)" }.joined(separator: " ")
@@ -55,72 +66,10 @@ public enum StandaloneClient {
         pw_main_loop_run(mainLoop)
 
         node.destroy()
-        if session.coreAlive {
-            session.removeCoreHooks()
+        if serverGone == nil {
+            coreListener.remove()
             pw_core_disconnect(core)
         }
-        cpw_loop_destroy_source(loop, interrupt)
-        cpw_loop_destroy_source(loop, terminate)
-        if let message = session.serverGone { throw .pipeWire(call: message, errno: EPIPE) }
-    }
-
-    /// Hooks and state of one run (PipeWire keeps pointers to the hooks).
-    private final class Session {
-        let mainLoop: OpaquePointer
-        let coreListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-        let coreProxyListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-        var coreAlive = true
-        var serverGone: String?
-
-        init(mainLoop: OpaquePointer) {
-            self.mainLoop = mainLoop
-            coreListener.initialize(to: spa_hook())
-            coreProxyListener.initialize(to: spa_hook())
-        }
-
-        deinit {
-            coreListener.deallocate()
-            coreProxyListener.deallocate()
-        }
-
-        func removeCoreHooks() {
-            guard coreAlive else { return }
-            spa_hook_remove(coreListener)
-            spa_hook_remove(coreProxyListener)
-            coreAlive = false
-        }
-
-        static let coreProxyEvents: UnsafeMutablePointer<pw_proxy_events> = {
-            var events = pw_proxy_events()
-            events.version = UInt32(PW_VERSION_PROXY_EVENTS)
-            events.destroy = { data in
-                guard let data else { return }
-                let session = Unmanaged<Session>.fromOpaque(data).takeUnretainedValue()
-                session.removeCoreHooks()
-                session.serverGone = session.serverGone ?? "connection to PipeWire"
-                pw_main_loop_quit(session.mainLoop)
-            }
-            let pointer = UnsafeMutablePointer<pw_proxy_events>.allocate(capacity: 1)
-            pointer.initialize(to: events)
-            return pointer
-        }()
-
-        static let coreEvents: UnsafeMutablePointer<pw_core_events> = {
-            var events = pw_core_events()
-            events.version = UInt32(PW_VERSION_CORE_EVENTS)
-            events.error = { data, id, _, result, message in
-                guard let data else { return }
-                let session = Unmanaged<Session>.fromOpaque(data).takeUnretainedValue()
-                let text = message.map { String(cString: $0) } ?? ""
-                PipeWireLog.error("core error on object \(id): \(result) \(text)")
-                if id == PW_ID_CORE && result == -EPIPE {
-                    session.serverGone = "connection to PipeWire (server gone: \(text))"
-                    pw_main_loop_quit(session.mainLoop)
-                }
-            }
-            let pointer = UnsafeMutablePointer<pw_core_events>.allocate(capacity: 1)
-            pointer.initialize(to: events)
-            return pointer
-        }()
+        if let serverGone { throw .disconnected(serverGone) }
     }
 }

@@ -19,7 +19,7 @@ enum RunCommand: Command {
           --description TEXT      node.description (default Convolver) [node.description]
           --gain G                linear gain of the convolved signal (default 1.0) [gain]
           --mix M                 dry/wet, 0 = dry ... 1 = wet (default 1.0) [mix]
-          --threads N|auto        workgroup helper threads (default auto) [workgroup.threads]
+          --threads N|auto|levels workgroup helper threads (default auto) [workgroup.threads]
           --target NODE           target.object, for a session manager's routing [target.object]
           --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
 

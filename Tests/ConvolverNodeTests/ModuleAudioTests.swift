@@ -4,9 +4,8 @@ import XCTest
 
 /// The module loaded by a `pipewire -c` client process into a private headless daemon; audio from
 /// pw-play through the node into pw-record, compared with numpy's convolution of what the node
-/// received (a second pw-record on pw-play's ports, in the same cycles). Comparing with the
-/// file itself would also test pw-play: on this VM it now and then delivers one quantum out of
-/// place (seen as a 256-sample glitch with the lag unchanged), and it shifts at quantum changes.
+/// received, recorded in the same pw-record stream (see PlayThrough). Zero added latency: the
+/// output lines up with the input at lag 0.
 final class ModuleAudioTests: XCTestCase {
     private var daemon: PrivatePipeWire!
     private let positions = ["FL", "FR"]
@@ -39,32 +38,35 @@ final class ModuleAudioTests: XCTestCase {
         return client
     }
 
-    /// Asserts every channel matches at ≤ −90 dB, at one lag from start to end (nothing dropped or
-    /// repeated), over the whole expected signal.
-    /// `allowedGlitches`: PipeWire's own streams glitch on this VM (two pw-record on one pw-play,
-    /// no filter anywhere, disagreed by one 256-frame block in 1 of 4 runs of 64 → 256 → 1024 →
-    /// 128; in steady q=256 runs a block now and then arrives out of place), so a test may allow
-    /// that many runs of wrong samples, each at most one quantum plus the IR long, while the lag
-    /// stays constant and everything outside them is ≤ −90 dB. Each glitch is printed.
+    /// Asserts every channel matches at ≤ −90 dB, at lag 0 from start to end (zero latency,
+    /// nothing dropped or repeated), over the whole expected signal.
+    /// `allowedGlitches`: at q=64 this VM's graph misses deadlines (FACTS.md: "quantum 64 is
+    /// unreliable here for any node, even an empty one"; two plain pw-record on one pw-play drifted
+    /// apart there). Then the node's input and the recorder's copy of it differ at one point and
+    /// the difference rings through the IR: a run of wrong samples about one IR long, with the lag
+    /// unchanged afterwards. The quantum test allows a few such runs, each at most two quanta of
+    /// 1024 plus the IR long; the lag must stay 0 and everything outside them must be ≤ −90 dB.
+    /// Each glitch is printed. The steady-quantum tests allow none.
     @discardableResult
-    private func assertMatches(input: String, impulse: String?, recording: String, wet: Double, dry: Double,
+    private func assertMatches(impulse: String?, recording: String, wet: Double, dry: Double,
                                allowedGlitches: Int = 0, impulseFrames: Int = 0,
                                file: StaticString = #filePath, line: UInt = #line) throws -> [Int] {
         if let node = try? daemon.nodeProperties(nodeUnderTest) {
             let statistics = node.properties.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
             print("node statistics: " + statistics.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
-        let results = try NumpyReference.compare(input: input, impulse: impulse, recording: recording,
+        let results = try NumpyReference.compare(recording: recording, channels: positions.count, impulse: impulse,
                                                  wet: wet, dry: dry, workDirectory: daemon.runtimeDirectory)
         XCTAssertEqual(results.count, positions.count, file: file, line: line)
         for (channel, result) in results.enumerated() {
             print("channel \(channel): lag \(result.lag) (end \(result.endLag)) frames, error \(String(format: "%.1f", result.errorDB)) dB, "
                   + "outside glitches \(String(format: "%.1f", result.cleanErrorDB)) dB, glitches \(result.glitches), "
                   + "\(result.comparedFrames) frames")
+            XCTAssertEqual(result.lag, 0, "channel \(channel): zero added latency", file: file, line: line)
             XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated", file: file, line: line)
             XCTAssertLessThanOrEqual(result.glitches.count, allowedGlitches, "channel \(channel)", file: file, line: line)
             for glitch in result.glitches {
-                XCTAssertLessThanOrEqual(glitch[1], 1024 + impulseFrames, "channel \(channel): glitch \(glitch)", file: file, line: line)
+                XCTAssertLessThanOrEqual(glitch[1], 2 * 1024 + impulseFrames, "channel \(channel): glitch \(glitch)", file: file, line: line)
             }
             XCTAssertLessThanOrEqual(allowedGlitches == 0 ? result.errorDB : result.cleanErrorDB, -90,
                                      "channel \(channel)", file: file, line: line)
@@ -89,11 +91,9 @@ final class ModuleAudioTests: XCTestCase {
         try TestSignals.write(TestSignals.noise(seconds: 2), to: path("input.wav"))
         let client = try startNode("conv-synth", arguments: "filename = \"\(path("ir.wav"))\"")
         defer { client.stop() }
-        try PlayThrough(daemon: daemon, nodeName: "conv-synth", positions: positions)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth",
-                 inputRecordingPath: path("rec-in.wav"))
-        try assertMatches(input: path("rec-in.wav"), impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 1, impulseFrames: 4800)
+        try PlayThrough(daemon: daemon, nodeName: "conv-synth")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth")
+        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
     func testBuiltinHallMatchesReference() throws {
@@ -103,11 +103,9 @@ final class ModuleAudioTests: XCTestCase {
         try TestSignals.write(TestSignals.noise(seconds: 1.5, leadOut: hallSeconds + 0.3), to: path("input.wav"))
         let client = try startNode("conv-hall", arguments: "filename = builtin:hall")
         defer { client.stop() }
-        try PlayThrough(daemon: daemon, nodeName: "conv-hall", positions: positions)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall",
-                 inputRecordingPath: path("rec-in.wav"))
-        try assertMatches(input: path("rec-in.wav"), impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 1, impulseFrames: hall.frameCount)
+        try PlayThrough(daemon: daemon, nodeName: "conv-hall")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall")
+        try assertMatches(impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
     /// 64 → 256 → 1024 → 128 while playing: the output equals the convolution of what the node
@@ -119,16 +117,15 @@ final class ModuleAudioTests: XCTestCase {
         try daemon.setQuantum(64)
         let client = try startNode("conv-quantum", arguments: "filename = \"\(path("ir.wav"))\"")
         defer { client.stop() }
-        try PlayThrough(daemon: daemon, nodeName: "conv-quantum", positions: positions)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 4, tailSeconds: 0.3, tag: "quantum",
-                 inputRecordingPath: path("rec-in.wav")) {
+        try PlayThrough(daemon: daemon, nodeName: "conv-quantum")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 4, tailSeconds: 0.3, tag: "quantum") {
                 for quantum in [256, 1024, 128] {
                     usleep(800_000)
                     try daemon.setQuantum(quantum)
                 }
             }
-        try assertMatches(input: path("rec-in.wav"), impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 1, impulseFrames: 4800)
+        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
+                          allowedGlitches: 3, impulseFrames: 4800)
         XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)")
     }
 }

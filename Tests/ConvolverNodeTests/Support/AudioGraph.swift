@@ -74,7 +74,7 @@ enum NumpyReference {
     import numpy as np
     from scipy.io import wavfile
     from scipy.signal import fftconvolve
-    inp, ir, rec, wet, dry = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+    rec, channels, ir, wet, dry = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
     def load(path):
         rate, data = wavfile.read(path)
         data = np.asarray(data, dtype=np.float64)
@@ -85,7 +85,8 @@ enum NumpyReference {
         return int(np.argmax(np.abs(corr))) - offset
     def db(num, den):
         return float(10 * np.log10(max(num, 1e-300) / max(den, 1e-300)))
-    x = load(inp); r = load(rec)
+    both = load(rec)
+    x = both[:, :channels]; r = both[:, channels:2 * channels]   # node input | node output, same cycles
     h = load(ir) if ir != "none" else np.ones((1, x.shape[1]))
     out = []
     for c in range(x.shape[1]):
@@ -115,13 +116,14 @@ enum NumpyReference {
     print(json.dumps(out))
     """#
 
-    static func compare(input: String, impulse: String?, recording: String, wet: Double, dry: Double,
+    /// `recording`: the node's input in the first `channels` channels and its output in the next.
+    static func compare(recording: String, channels: Int, impulse: String?, wet: Double, dry: Double,
                         workDirectory: String) throws -> [ChannelResult] {
         let scriptPath = workDirectory + "/compare.py"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [scriptPath, input, impulse ?? "none", recording, "\(wet)", "\(dry)"]
+        process.arguments = [scriptPath, recording, "\(channels)", impulse ?? "none", "\(wet)", "\(dry)"]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = FileHandle.nullDevice   // scipy warns about WAV chunks it skips
@@ -136,55 +138,46 @@ enum NumpyReference {
     }
 }
 
-/// pw-play → node → pw-record, all linked by hand (no session manager).
+/// pw-play → node → pw-record, all linked by hand (no session manager). One pw-record with
+/// twice the channels takes both what pw-play sends (the node's input) and the node's output, in
+/// the same cycles: PipeWire 0.3.65's streams do not keep two separate recordings aligned on this
+/// VM (measured without any filter: two pw-record on one pw-play drifted by 64 samples in 1 of 4
+/// runs of 64 → 256 → 1024 → 128, and pw-play shifts by a quantum at quantum changes), so the
+/// node is judged against its own input, in one stream. A zero-latency node's output then lines
+/// up with its input at lag 0.
 struct PlayThrough {
     let daemon: PrivatePipeWire
     let nodeName: String
-    let positions: [String]
+    /// Only [FL, FR]: the recording's channels are FL FR (input) RL RR (output).
+    let positions = ["FL", "FR"]
+    static let recordedPositions = ["FL", "FR", "RL", "RR"]
 
     static func streamProperties(_ name: String) -> String {
         "{ node.name = \(name) node.want-driver = false "
             + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }"
     }
 
-    /// Plays `inputPath` through the node and records its output into `recordingPath`.
+    /// Plays `inputPath` through the node and records input and output into `recordingPath`.
     /// `whilePlaying` runs once playback has started (quantum or Props changes).
-    /// `inputRecordingPath`: also record what pw-play sends (the node's input) with a second
-    /// pw-record in the same cycles. Needed across quantum changes: PipeWire 0.3.65's pw-play
-    /// inserts a quantum of silence when the quantum grows (measured here without any filter:
-    /// pw-play → pw-record shifts by 256 and then 1024 samples at 64 → 256 → 1024), so the
-    /// file itself is no longer what the node received.
     func run(inputPath: String, recordingPath: String, seconds: Double, tailSeconds: Double,
-             tag: String, inputRecordingPath: String? = nil, whilePlaying: () throws -> Void = {}) throws {
-        let channelMap = positions.joined(separator: ",")
+             tag: String, whilePlaying: () throws -> Void = {}) throws {
         let recorderName = "rec-\(tag)"
         let playerName = "play-\(tag)"
         let recorder = try daemon.spawn([
             "pw-record", "-P", Self.streamProperties(recorderName), "--format", "f32", "--rate", "48000",
-            "--channels", "\(positions.count)", "--channel-map", channelMap, recordingPath,
+            "--channels", "4", "--channel-map", Self.recordedPositions.joined(separator: ","), recordingPath,
         ], logName: "\(recorderName).log")
         defer { recorder.stop() }
-        try daemon.waitForPorts(ofNode: recorderName, count: positions.count)
-        for position in positions { try daemon.link("\(nodeName):output_\(position)", "\(recorderName):input_\(position)") }
-
-        var inputRecorder: BackgroundProcess?
-        defer { inputRecorder?.stop() }
-        if let inputRecordingPath {
-            let name = "rec-in-\(tag)"
-            inputRecorder = try daemon.spawn([
-                "pw-record", "-P", Self.streamProperties(name), "--format", "f32", "--rate", "48000",
-                "--channels", "\(positions.count)", "--channel-map", channelMap, inputRecordingPath,
-            ], logName: "\(name).log")
-            try daemon.waitForPorts(ofNode: name, count: positions.count)
+        try daemon.waitForPorts(ofNode: recorderName, count: 4)
+        for (position, recorded) in zip(positions, Self.recordedPositions.suffix(2)) {
+            try daemon.link("\(nodeName):output_\(position)", "\(recorderName):input_\(recorded)")
         }
-
-        let player = try daemon.spawn([
-            "pw-play", "-P", Self.streamProperties(playerName), inputPath,
-        ], logName: "\(playerName).log")
+        let player = try daemon.spawn(["pw-play", "-P", Self.streamProperties(playerName), inputPath],
+                                      logName: "\(playerName).log")
         defer { player.stop() }
         try daemon.waitForPorts(ofNode: playerName, count: positions.count)
         for position in positions {
-            if inputRecordingPath != nil { try daemon.link("\(playerName):output_\(position)", "rec-in-\(tag):input_\(position)") }
+            try daemon.link("\(playerName):output_\(position)", "\(recorderName):input_\(position)")
             try daemon.link("\(playerName):output_\(position)", "\(nodeName):input_\(position)")
         }
         try whilePlaying()
@@ -193,6 +186,5 @@ struct PlayThrough {
         }
         usleep(UInt32(tailSeconds * 1_000_000))
         recorder.interrupt()
-        inputRecorder?.interrupt()
     }
 }

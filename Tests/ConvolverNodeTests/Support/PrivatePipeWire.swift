@@ -30,7 +30,17 @@ enum BuildProducts {
             XCTFail("\(modulePath) is missing: run `swift build` first (or set SWIFT_CONVOLVER_BUILD_DIR)", file: file, line: line)
             throw CocoaError(.fileNoSuchFile)
         }
+        if directory.hasSuffix("/debug") && !warnedAboutDebug {
+            warnedAboutDebug = true
+            print("""
+                warning: the node under test is a debug build (\(directory)). Unoptimized, its engine is too slow for \
+                real time with long IRs and small quanta (builtin:hall, q=64 fail). Test the release build: \
+                swift build -c release && SWIFT_CONVOLVER_BUILD_DIR=$PWD/.build/release swift test --filter ConvolverNodeTests
+                """)
+        }
     }
+
+    nonisolated(unsafe) private static var warnedAboutDebug = false
 }
 
 /// A private headless PipeWire daemon in its own runtime dir (FACTS.md recipe), and helpers that
@@ -40,25 +50,44 @@ final class PrivatePipeWire {
     private let daemon: Process
     let logPath: String
 
-    /// `extraModules`: SPA-JSON module entries appended to the daemon's `context.modules`
+    /// `extraModules`: SPA-JSON module entries added at the end of the daemon's `context.modules`
     /// (e.g. the convolver module, to test it inside the daemon).
-    init(name: String, extraModules: String = "") throws {
+    /// `dropIns`: files copied into `pipewire.conf.d/` beside the daemon's config, which is then
+    /// found through PIPEWIRE_CONFIG_DIR as `pipewire.conf` (how a user's drop-in is loaded).
+    init(name: String, extraModules: String = "", dropIns: [String] = []) throws {
         runtimeDirectory = NSTemporaryDirectory() + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
         if !extraModules.isEmpty {
-            guard let range = configuration.range(of: "context.modules = [") else { throw CocoaError(.fileReadCorruptFile) }
-            configuration.insert(contentsOf: "\n" + extraModules + "\n", at: range.upperBound)
+            // At the end of context.modules: after protocol-native, which a module's core needs.
+            guard let start = configuration.range(of: "context.modules = ["),
+                  let end = configuration.range(of: "\n]", range: start.upperBound..<configuration.endIndex) else {
+                throw CocoaError(.fileReadCorruptFile)
+            }
+            configuration.insert(contentsOf: "\n" + extraModules + "\n", at: end.lowerBound)
         }
         let configurationPath = runtimeDirectory + "/daemon.conf"
         try configuration.write(toFile: configurationPath, atomically: true, encoding: .utf8)
+        var arguments = ["-c", configurationPath]
+        var daemonEnvironment = ["PIPEWIRE_DEBUG": "3"]
+        if !dropIns.isEmpty {
+            let configDirectory = runtimeDirectory + "/config"
+            try FileManager.default.createDirectory(atPath: configDirectory + "/pipewire.conf.d", withIntermediateDirectories: true)
+            try configuration.write(toFile: configDirectory + "/pipewire.conf", atomically: true, encoding: .utf8)
+            for dropIn in dropIns {
+                try FileManager.default.copyItem(atPath: dropIn, toPath: configDirectory + "/pipewire.conf.d/"
+                                                 + URL(fileURLWithPath: dropIn).lastPathComponent)
+            }
+            arguments = []
+            daemonEnvironment["PIPEWIRE_CONFIG_DIR"] = configDirectory
+        }
         logPath = runtimeDirectory + "/pipewire.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: "/usr/bin/pipewire")
-        daemon.arguments = ["-c", configurationPath]
-        daemon.environment = environment(extra: ["PIPEWIRE_DEBUG": "3"])
+        daemon.arguments = arguments
+        daemon.environment = environment(extra: daemonEnvironment)
         let logHandle = FileHandle(forWritingAtPath: logPath)
         daemon.standardOutput = logHandle
         daemon.standardError = logHandle

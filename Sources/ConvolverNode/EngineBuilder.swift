@@ -1,0 +1,75 @@
+// Engines for a new graph rate or a new IR, built on a worker thread.
+import Dispatch
+import Foundation
+
+/// Builds engines off the main loop: loading, resampling and FFT planning of a long IR take up to
+/// seconds, and in the daemon the main loop serves every client. One build at a time, in request
+/// order; results wait in a mailbox until the main loop, woken by `notify`, takes them.
+final class EngineBuilder: @unchecked Sendable {
+    enum Purpose {
+        /// The graph runs at a new rate: same configuration.
+        case sampleRate
+        /// Props asked for another IR (`filename`).
+        case impulseResponse
+    }
+
+    struct Request {
+        var configuration: NodeConfiguration
+        var sampleRate: Int
+        var expectedBlockSize: Int
+        var purpose: Purpose
+    }
+
+    struct Completion {
+        var request: Request
+        var result: Result<EngineSlot, ConvolverNodeError>
+    }
+
+    private let queue = DispatchQueue(label: "swconv-engine-builder")
+    private let group = DispatchGroup()
+    /// Guards `completions` between the worker and the main loop (never the data thread).
+    private let lock = NSLock()
+    private var completions: [Completion] = []
+    // SAFETY: the context outlives the builder: the node waits for the worker in `destroy()`,
+    // before its owner destroys the context.
+    private let context: OpaquePointer?
+    private let notify: () -> Void
+
+    /// `notify` runs on the worker after each build (it signals the main loop's event source).
+    init(context: OpaquePointer?, notify: @escaping () -> Void) {
+        self.context = context
+        self.notify = notify
+    }
+
+    /// Main loop: queues a build.
+    func request(_ request: Request) {
+        queue.async(group: group) { [self] in
+            let result: Result<EngineSlot, ConvolverNodeError>
+            do throws(ConvolverNodeError) {
+                result = .success(try EngineFactory.makeSlot(request.configuration, sampleRate: request.sampleRate,
+                                                              expectedBlockSize: request.expectedBlockSize, context: context))
+            } catch {
+                result = .failure(error)
+            }
+            lock.lock()
+            completions.append(Completion(request: request, result: result))
+            lock.unlock()
+            notify()
+        }
+    }
+
+    /// Main loop: the builds finished since the last call, oldest first.
+    func takeCompletions() -> [Completion] {
+        lock.lock()
+        defer { lock.unlock() }
+        let taken = completions
+        completions = []
+        return taken
+    }
+
+    /// Waits for the build in progress and any queued (teardown), then returns what they made.
+    func finish() -> [Completion] {
+        group.wait()
+        return takeCompletions()
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import XCTest
+
+/// Props (gain, mix, bypass) set live with pw-cli, read back with enum-params, heard in the
+/// output; statistics in the node's properties.
+final class ControlTests: XCTestCase {
+    private var daemon: PrivatePipeWire!
+    private let positions = ["FL", "FR"]
+
+    override func setUpWithError() throws {
+        try BuildProducts.requireModule()
+        daemon = try PrivatePipeWire(name: "control")
+        try daemon.setQuantum(256)
+    }
+
+    override func tearDown() {
+        daemon?.stop()
+        daemon = nil
+    }
+
+    private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
+
+    /// The `params` struct of `pw-cli enum-params <id> Props`, as key → printed value.
+    private func readProps(_ id: Int) throws -> [String: String] {
+        let (status, output) = try daemon.run(["pw-cli", "enum-params", "\(id)", "Props"])
+        XCTAssertEqual(status, 0, output)
+        let lines = output.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        var values: [String: String] = [:]
+        for (index, line) in lines.enumerated() where line.hasPrefix("String \"") && index + 1 < lines.count {
+            let key = line.dropFirst("String \"".count).dropLast()
+            let valueLine = lines[index + 1].split(separator: " ", maxSplits: 1)
+            if valueLine.count == 2 { values[String(key)] = String(valueLine[1]) }
+        }
+        return values
+    }
+
+    private func setProps(_ id: Int, _ params: String) throws {
+        let (status, output) = try daemon.run(["pw-cli", "set-param", "\(id)", "Props", "{ params = [ \(params) ] }"])
+        XCTAssertEqual(status, 0, output)
+    }
+
+    private func compare(wet: Double, dry: Double, tag: String) throws {
+        try TestSignals.write(TestSignals.noise(seconds: 1.5), to: path("input.wav"))
+        try PlayThrough(daemon: daemon, nodeName: "conv-control")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec-\(tag).wav"), seconds: 1.5, tailSeconds: 0.3, tag: tag)
+        let results = try NumpyReference.compare(recording: path("rec-\(tag).wav"), channels: positions.count,
+                                                 impulse: path("ir.wav"), wet: wet, dry: dry,
+                                                 workDirectory: daemon.runtimeDirectory)
+        for (channel, result) in results.enumerated() {
+            print("\(tag) channel \(channel): lag \(result.lag)/\(result.endLag), error \(String(format: "%.1f", result.errorDB)) dB, "
+                  + "outside glitches \(String(format: "%.1f", result.cleanErrorDB)) dB, glitches \(result.glitches)")
+            XCTAssertEqual(result.lag, 0, "\(tag) channel \(channel)")
+            XCTAssertEqual(result.endLag, result.lag, "\(tag) channel \(channel)")
+            XCTAssertEqual(result.glitches.count, 0, "\(tag) channel \(channel)")
+            XCTAssertLessThanOrEqual(result.errorDB, -90, "\(tag) channel \(channel)")
+        }
+    }
+
+    func testPropsChangeOutputAndReadBack() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        let client = try ModuleClient.start(daemon, name: "conv-control",
+                                            arguments: "node.name = conv-control filename = \"\(path("ir.wav"))\"")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-control", count: 4, timeout: 30)
+        let id = try XCTUnwrap(try daemon.nodeProperties("conv-control")).id
+
+        XCTAssertEqual(try readProps(id)["gain"], "1.000000")
+        try setProps(id, "\"gain\" 0.5 \"mix\" 0.25 \"bypass\" false")
+        XCTAssertTrue(waitUntil(timeout: 5) { (try? self.readProps(id)["mix"]) == "0.250000" })
+        let props = try readProps(id)
+        XCTAssertEqual(props["gain"], "0.500000")
+        XCTAssertEqual(props["bypass"], "false")
+        // Output = gain·mix·wet + (1 − mix)·dry once the ~5 ms glide is over (before playback).
+        try compare(wet: 0.5 * 0.25, dry: 0.75, tag: "mix")
+
+        try setProps(id, "\"bypass\" true")
+        XCTAssertTrue(waitUntil(timeout: 5) { (try? self.readProps(id)["bypass"]) == "true" })
+        try compare(wet: 0, dry: 1, tag: "bypass")
+
+        // A bad value is ignored (with a warning), the rest applies.
+        try setProps(id, "\"gain\" 1e9 \"mix\" 1.0 \"bypass\" false")
+        XCTAssertTrue(waitUntil(timeout: 5) { (try? self.readProps(id)["bypass"]) == "false" })
+        XCTAssertEqual(try readProps(id)["gain"], "0.500000")
+        XCTAssertEqual(try readProps(id)["mix"], "1.000000")
+    }
+
+    func testStatisticsPropertiesAppearAndMove() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        let client = try ModuleClient.start(daemon, name: "conv-stats",
+                                            arguments: "node.name = conv-stats filename = \"\(path("ir.wav"))\"")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-stats", count: 4, timeout: 30)
+        // Linked to a recorder, the node runs every cycle.
+        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-stats"), "--format", "f32",
+                                         "--channels", "2", path("stats.wav")], logName: "rec-stats.log")
+        defer { recorder.stop() }
+        try daemon.waitForPorts(ofNode: "rec-stats", count: 2)
+        for position in positions { try daemon.link("conv-stats:output_\(position)", "rec-stats:input_\(position)") }
+
+        func statistics() throws -> [String: Any] {
+            try XCTUnwrap(try daemon.nodeProperties("conv-stats")).properties.filter { $0.key.hasPrefix("convolver.") }
+        }
+        func number(_ value: Any?) -> Double? {
+            (value as? Double) ?? (value as? Int).map(Double.init) ?? (value as? String).flatMap(Double.init)
+        }
+        var first: [String: Any] = [:]
+        XCTAssertTrue(waitUntil(timeout: 5) {
+            first = (try? statistics()) ?? [:]
+            return (number(first["convolver.calls"]) ?? 0) > 0
+        }, "statistics: \(first)")
+        for key in ["convolver.calls", "convolver.late-cycles", "convolver.late-levels", "convolver.helper-margin-p99-us",
+                    "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate"] {
+            XCTAssertNotNil(first[key], "\(key) missing in \(first)")
+        }
+        usleep(2_200_000)
+        let second = try statistics()
+        print("statistics: \(second)")
+        let callsBefore = try XCTUnwrap(number(first["convolver.calls"]))
+        let callsAfter = try XCTUnwrap(number(second["convolver.calls"]))
+        // ~187 calls/s at q=256, 48 kHz; generous bounds (noisy VM).
+        XCTAssertGreaterThan(callsAfter - callsBefore, 100)
+        XCTAssertGreaterThan(try XCTUnwrap(number(second["convolver.busy-p99-us"])), 0)
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(number(second["convolver.busy-max-us"])),
+                                    try XCTUnwrap(number(second["convolver.busy-p99-us"])))
+        XCTAssertEqual(number(second["convolver.rate"]), 48000)
+    }
+
+    /// A new graph rate and a new IR by Props "filename": both built off the main loop, then
+    /// swapped in; a missing file keeps the current IR.
+    func testRateChangeAndFilenameSwap() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        let client = try ModuleClient.start(daemon, name: "conv-swap", arguments: "node.name = conv-swap filename = builtin:dirac")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-swap", count: 4, timeout: 30)
+        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-swap"), "--format", "f32",
+                                         "--channels", "2", path("swap.wav")], logName: "rec-swap.log")
+        defer { recorder.stop() }
+        try daemon.waitForPorts(ofNode: "rec-swap", count: 2)
+        for position in positions { try daemon.link("conv-swap:output_\(position)", "rec-swap:input_\(position)") }
+        let id = try XCTUnwrap(try daemon.nodeProperties("conv-swap")).id
+        func property(_ key: String) -> String? {
+            guard let value = (try? daemon.nodeProperties("conv-swap"))?.properties[key] else { return nil }
+            return "\(value)"
+        }
+
+        try daemon.run(["pw-metadata", "-n", "settings", "0", "clock.force-rate", "96000"])
+        XCTAssertTrue(waitUntil(timeout: 10) { property("convolver.rate") == "96000" }, "rate: \(property("convolver.rate") ?? "-")")
+
+        try setProps(id, "\"filename\" \"\(path("ir.wav"))\"")
+        XCTAssertTrue(waitUntil(timeout: 10) { (try? self.readProps(id)["filename"]) == "\"\(self.path("ir.wav"))\"" })
+        XCTAssertTrue(waitUntil(timeout: 5) { property("convolver.ir") == self.path("ir.wav") })
+
+        try setProps(id, "\"filename\" \"/nonexistent/other.wav\"")
+        XCTAssertTrue(waitUntil(timeout: 10) { client.log.contains("keeping the current IR") }, client.log.suffix(2000).description)
+        XCTAssertEqual(try readProps(id)["filename"], "\"\(path("ir.wav"))\"")
+        XCTAssertTrue(client.isRunning)
+        try daemon.run(["pw-metadata", "-n", "settings", "0", "clock.force-rate", "0"])
+    }
+}

@@ -1,0 +1,110 @@
+import ConvolverNode
+import Workgroup
+import XCTest
+
+/// The module-argument parser and its errors (no PipeWire needed).
+final class NodeConfigurationTests: XCTestCase {
+    func testSPAJSONSyntaxAsPipeWireWritesIt() throws {
+        let value = try SPAJSONValue.parse("""
+            { node.name = "conv"  audio.position = [ FL, FR ]   # a comment
+              gain: 0.5, filename = builtin:hall
+              impulses = [ { input = 0 output = 1 filename = "/a \\"b\\".wav" } ] }
+            """)
+        guard case let .object(members) = value else { return XCTFail("not an object: \(value)") }
+        XCTAssertEqual(members.map(\.key), ["node.name", "audio.position", "gain", "filename", "impulses"])
+        XCTAssertEqual(members[1].value, .array([.word("FL"), .word("FR")]))
+        XCTAssertEqual(members[2].value.number, 0.5)
+        XCTAssertEqual(members[3].value.text, "builtin:hall")
+        guard case let .array(impulses) = members[4].value, case let .object(entry) = impulses.first else {
+            return XCTFail("impulses: \(members[4].value)")
+        }
+        XCTAssertEqual(entry.last?.value, .string("/a \"b\".wav"))
+        // Without braces, as module args may come.
+        XCTAssertEqual(try SPAJSONValue.parse("a = 1 b = x"), .object([.init(key: "a", value: .word("1")), .init(key: "b", value: .word("x"))]))
+    }
+
+    func testSPAJSONErrorsHaveOffsets() {
+        for (text, offset) in [("{ a = [ 1 2 ", 12), ("{ a = \"x", 8), ("{ = 1 }", 2), ("{ a = 1 } }", 10)] {
+            XCTAssertThrowsError(try SPAJSONValue.parse(text), text) { error in
+                XCTAssertEqual((error as? SPAJSONError)?.offset, offset, "\(text): \(error)")
+            }
+        }
+        let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
+        XCTAssertThrowsError(try SPAJSONValue.parse(deep))
+    }
+
+    func testDefaultsAndEveryKey() throws {
+        let (configuration, warnings) = try NodeConfiguration.parse(arguments: """
+            node.name = hall node.description = "Hall" audio.channels = 2 audio.position = [ FL FR ]
+            filename = "/ir.wav" gain = 0.5 mix = 0.25 bypass = true delay = 10 offset = 20 length = 30
+            resample.quality = 10 workgroup = { threads = 2 rt.prio = 70 } partition = { max = 8192 }
+            target.object = sink node.group = g1
+            """)
+        XCTAssertEqual(warnings, [])
+        XCTAssertEqual(configuration.nodeName, "hall")
+        XCTAssertEqual(configuration.nodeDescription, "Hall")
+        XCTAssertEqual(configuration.positions, ["FL", "FR"])
+        XCTAssertEqual(configuration.filename, "/ir.wav")
+        XCTAssertEqual(configuration.gain, 0.5)
+        XCTAssertEqual(configuration.mix, 0.25)
+        XCTAssertTrue(configuration.bypass)
+        XCTAssertEqual([configuration.delay, configuration.offset, configuration.length], [10, 20, 30])
+        XCTAssertEqual(configuration.resampleQuality, 10)
+        XCTAssertEqual(configuration.workgroupThreads, .fixed(2))
+        XCTAssertEqual(configuration.workgroupPriority, 70)
+        XCTAssertEqual(configuration.maxPartitionSize, 8192)
+        XCTAssertEqual(configuration.targetObject, "sink")
+        XCTAssertEqual(configuration.extraNodeProperties, ["node.group": "g1"])
+
+        let (defaults, _) = try NodeConfiguration.parse(arguments: "filename = builtin:dirac audio.channels = 1")
+        XCTAssertEqual(defaults.positions, ["MONO"])
+        XCTAssertEqual(defaults.nodeName, "swift-convolver")
+        XCTAssertEqual(defaults.workgroupThreads, .auto)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x audio.channels = 3").0.positions, ["AUX0", "AUX1", "AUX2"])
+    }
+
+    func testUnknownKeysWarn() throws {
+        let (_, warnings) = try NodeConfiguration.parse(arguments: "filename = x colour = blue workgroup = { speed = 2 }")
+        XCTAssertEqual(warnings, ["unknown key 'colour' ignored", "unknown key 'workgroup.speed' ignored"])
+    }
+
+    func testWrongValuesNameTheKey() {
+        let cases: [(String, String)] = [
+            ("gain = -1", "gain"), ("mix = 1.5", "mix"), ("bypass = maybe", "bypass"), ("delay = 1.5", "delay"),
+            ("audio.channels = 0", "audio.channels"), ("audio.channels = 65", "audio.channels"),
+            ("audio.position = [ FL FL ]", "audio.position"), ("audio.position = [ F-L ]", "audio.position"),
+            ("partition = { max = 1000 }", "partition.max"), ("workgroup = { threads = 0 }", "workgroup.threads"),
+            ("resample.quality = 15", "resample.quality"), ("impulses = [ { input = 0 output = 0 } ]", "impulses[0].filename"),
+            ("impulses = [ { input = 2 output = 0 filename = x } ]", "impulses[0].input"), ("node.name = \"\"", "node.name"),
+        ]
+        for (arguments, key) in cases {
+            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + arguments), arguments) { error in
+                XCTAssertEqual((error as? NodeConfigurationError)?.key, key, "\(arguments): \(error)")
+            }
+        }
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "gain = 1")) { error in
+            XCTAssertEqual((error as? NodeConfigurationError)?.key, "filename")
+        }
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "{ filename = x ")) { error in
+            XCTAssertEqual((error as? NodeConfigurationError)?.key, "args")
+        }
+    }
+
+    /// Random bytes and mutations of a valid config never crash the parser (bounded run).
+    func testParserSurvivesRandomAndMutatedInput() {
+        var random = TestSignals.Random(state: 7)
+        let valid = Array("{ node.name = \"x\" audio.position = [ FL FR ] filename = builtin:hall impulses = [ { input = 0 output = 1 filename = a } ] }".utf8)
+        let alphabet = Array("{}[]=:,\"\\# \naz09.-".utf8)
+        for round in 0..<3000 {
+            var bytes = valid
+            let edits = 1 + Int((random.next() + 1) * 4)
+            for _ in 0..<edits {
+                let position = Int((random.next() + 1) / 2 * Float(bytes.count - 1))
+                let byte = alphabet[Int((random.next() + 1) / 2 * Float(alphabet.count - 1))]
+                if round % 3 == 0 { bytes.remove(at: position) } else { bytes[position] = byte }
+                if bytes.isEmpty { break }
+            }
+            _ = try? NodeConfiguration.parse(arguments: String(decoding: bytes, as: UTF8.self))
+        }
+    }
+}
