@@ -19,13 +19,6 @@ public enum StandaloneClient {
         pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
         pw_init(nil, nil)
         defer { pw_deinit() }
-        // SIGINT/SIGTERM reach us through the main loop's signalfd. Blocked here, before any
-        // PipeWire thread exists, so every thread inherits the block; otherwise the kernel may
-        // deliver the signal to the data thread, whose default action kills the process.
-        var stopSignals = sigset_t(), previousSignals = sigset_t()
-        sigemptyset(&stopSignals); sigaddset(&stopSignals, SIGINT); sigaddset(&stopSignals, SIGTERM)
-        pthread_sigmask(SIG_BLOCK, &stopSignals, &previousSignals)
-        defer { pthread_sigmask(SIG_SETMASK, &previousSignals, nil) }
         guard let mainLoop = pw_main_loop_new(nil) else { throw .pipeWire(call: "pw_main_loop_new", errno: errno) }
         defer { pw_main_loop_destroy(mainLoop) }
         let loop = pw_main_loop_get_loop(mainLoop)!
