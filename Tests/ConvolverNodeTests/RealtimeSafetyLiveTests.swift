@@ -41,7 +41,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         var report: RealtimeCheckReport?
         var changes: [String: Int] = [:]
         var lastImpulse = path("ir-a.wav")
-        try PlayThrough(daemon: daemon, nodeName: "conv-rt", positions: positions)
+        try PlayThrough(daemon: daemon, nodeName: "conv-rt")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: warmUp + seconds + 2,
                  tailSeconds: 0.2, tag: "rt") {
                 usleep(UInt32(warmUp * 1_000_000))
@@ -100,7 +100,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
                                          extraEnvironment: ["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS": "1"])
         defer { host.client.stop() }
         var report: RealtimeCheckReport?
-        try PlayThrough(daemon: daemon, nodeName: "conv-alloc", positions: positions)
+        try PlayThrough(daemon: daemon, nodeName: "conv-alloc")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 6, tailSeconds: 0.2, tag: "alloc") {
                 usleep(2_000_000)
                 try host.arm()
