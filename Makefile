@@ -3,6 +3,7 @@
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~15 min)
+#   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
 #   make install     user-level (~/.local, ~/.config); `make install PREFIX=/usr/local` system-wide
 #   make uninstall   the same variables; removes every file install wrote
 SHELL := /bin/bash
@@ -16,7 +17,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build test demo bench bench-live clean install uninstall
+.PHONY: deps build test demo bench bench-live soak clean install uninstall
 
 # Installs only what is missing; `apt-get update` only when something must be installed.
 deps:
@@ -42,6 +43,9 @@ bench: build
 
 bench-live: build
 	$(PYTHON) scripts/bench-live.py
+
+soak: build
+	$(PYTHON) scripts/soak.py
 
 clean:
 	rm -rf .build

@@ -3,6 +3,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import Foundation
 import Synchronization
 import Workgroup
 
@@ -53,6 +54,13 @@ final class RealtimeProcessor {
     /// Share of the call's period the data thread may spend waiting for helper results; the rest
     /// is the safety margin for the rest of the graph.
     static let waitFraction = 0.75
+
+    /// Test hook: `SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS=1` (read once, here at setup) makes
+    /// `process` allocate an array every call, so the real-time safety test can show that its
+    /// counter catches an allocating build. Never set outside that test.
+    private let allocateInProcessForTesting =
+        ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS"] == "1"
+    private var testAllocationSink: [Float] = []
 
     init(inputCount: Int, outputCount: Int, controls: LiveControls) {
         self.inputCount = inputCount
@@ -139,6 +147,8 @@ final class RealtimeProcessor {
         } else {
             for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
         }
+
+        if allocateInProcessForTesting { testAllocationSink = [Float](repeating: 0, count: frameCount + 1) }
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
