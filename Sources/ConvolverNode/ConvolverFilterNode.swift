@@ -43,7 +43,9 @@ public final class ConvolverFilterNode {
         self.loop = loop
         self.expectedBlockSize = expectedBlockSize
         controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
-        realtime = RealtimeProcessor(channelCount: configuration.channelCount, controls: controls)
+        realtime = RealtimeProcessor(channelCount: configuration.channelCount, controls: controls,
+                                     crossfadeSeconds: configuration.crossfadeSeconds,
+                                     crossfadeEqualPower: configuration.crossfadeEqualPower)
         filterListener = .allocate(capacity: 1)
         filterListener.initialize(to: spa_hook())
 
@@ -150,11 +152,12 @@ public final class ConvolverFilterNode {
         wakeEvent = nil
         realtime.wakeSource = nil
         // The data thread is gone: every engine slot is ours to free.
-        for pointer in [realtime.activeEngine, realtime.pendingEngine.exchange(nil, ordering: .acquiring),
+        for pointer in [realtime.activeEngine, realtime.fadingEngine, realtime.pendingEngine.exchange(nil, ordering: .acquiring),
                         realtime.retiredEngine.exchange(nil, ordering: .acquiring)] {
             if let pointer { Self.free(pointer) }
         }
         realtime.activeEngine = nil
+        realtime.fadingEngine = nil
         newestSlot = nil
     }
 
@@ -266,6 +269,8 @@ public final class ConvolverFilterNode {
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
             "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
             "convolver.plan": newestSlot?.planDescription ?? "",
+            "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
+            "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
         if let busy {
