@@ -272,12 +272,12 @@ final class BadInputTests: XCTestCase {
     /// Fuzz of the IR loader: random bytes and mutations of a valid WAV's header and data (flipped,
     /// replaced and inserted bytes, cut lengths), written to a file and loaded. Every load must
     /// throw a typed `ImpulseResponseError` or return an IR with only finite samples; a crash
-    /// fails the run. Bounded: SWIFT_CONVOLVER_FUZZ_SECONDS (default 8 s) or 20000 rounds.
+    /// fails the run. Bounded: SWIFT_CONVOLVER_FUZZ_SECONDS (default 5 s) or 20000 rounds.
     func testImpulseResponseLoaderFuzz() throws {
         directory = NSTemporaryDirectory() + "swconv-node-irfuzz-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ?? "") ?? 8
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ??? "") ?? 5
         let sourcePath = directory + "/source.wav"
         var sine = (0..<2000).map { Float(0.5 * sin(Double($0) * 0.05) * exp(-Double($0) / 500)) }
         try writeWAV([sine, sine.reversed()], sourcePath)
@@ -324,6 +324,55 @@ final class BadInputTests: XCTestCase {
             }
         }
         print("IR loader fuzz: \(rounds) rounds in \(seconds) s max, \(loaded) loaded with finite samples, typed errors: \(errorKinds)")
+        XCTAssertGreaterThan(rounds, 100)
+    }
+
+    /// Extends NodeConfigurationTests' parser fuzz: any byte (not only SPA-JSON's alphabet), deep
+    /// nesting, and structure-aware inputs (known keys with hostile values). Every outcome is a
+    /// `NodeConfigurationError` naming a key with a message, or a configuration within the
+    /// documented limits. Bounded: SWIFT_CONVOLVER_FUZZ_SECONDS (default 5 s) or 1 000 000 rounds.
+    func testArgumentsParserFuzz() {
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ??? "") ?? 5
+        var random = TestSignals.Random(state: 0xA265)
+        func below(_ limit: Int) -> Int { min(limit - 1, Int((random.next() + 1) / 2 * Float(limit))) }
+        let keys = ["filename", "gain", "mix", "bypass", "delay", "offset", "length", "resample.quality", "audio.channels",
+                    "audio.position", "impulses", "workgroup", "partition", "crossfade", "crossfade.shape", "node.name", "target.object"]
+        let values = ["-1", "0", "1e309", "nan", "inf", "-inf", "1e9", "0.5", "\"50ms\"", "\"-3ms\"", "\"\"", "[ ]", "{ }", "[ FL FR FL ]",
+                      "[ { input = 0 output = 9 filename = builtin:dirac } ]", "{ threads = 999 rt.prio = -1 }", "{ max = 1000 }",
+                      "builtin:nothing", "\"\\u0000\"", "[ [ [ [ ] ] ] ]", "true", "equal-power", "18446744073709551616"]
+        let end = Date().addingTimeInterval(seconds)
+        var rounds = 0, accepted = 0
+        while Date() < end && rounds < 1_000_000 {
+            rounds += 1
+            let text: String
+            switch below(4) {
+            case 0: text = String(decoding: (0..<below(200)).map { _ in UInt8(below(256)) }, as: UTF8.self)
+            case 1:
+                let depth = below(3000)
+                text = "a = " + String(repeating: below(2) == 0 ? "[" : "{ b = ", count: depth)
+            default:
+                text = (0..<1 + below(6)).map { _ in "\(keys[below(keys.count)]) = \(values[below(values.count)])" }.joined(separator: " ")
+                    + " filename = builtin:dirac"
+            }
+            do {
+                let (configuration, _) = try NodeConfiguration.parse(arguments: "{ \(text) }")
+                accepted += 1
+                XCTAssertTrue((0...NodeConfiguration.gainLimit).contains(configuration.gain), text)
+                XCTAssertTrue((0...1).contains(configuration.mix), text)
+                XCTAssertTrue((1...NodeConfiguration.channelLimit).contains(configuration.channelCount), text)
+                XCTAssertTrue((0...NodeConfiguration.crossfadeLimit).contains(configuration.crossfadeSeconds), text)
+                for value in [configuration.delay, configuration.offset, configuration.length] {
+                    XCTAssertTrue((0...NodeConfiguration.sampleCountLimit).contains(value), text)
+                }
+                for impulse in configuration.impulses {
+                    XCTAssertTrue(impulse.input < configuration.channelCount && impulse.output < configuration.channelCount, text)
+                }
+            } catch {
+                XCTAssertFalse(error.key.isEmpty, text)
+                XCTAssertFalse(error.message.isEmpty, text)
+            }
+        }
+        print("arguments parser fuzz: \(rounds) rounds, \(accepted) accepted within limits, the rest refused with a key and message")
         XCTAssertGreaterThan(rounds, 100)
     }
 }
