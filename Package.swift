@@ -49,5 +49,7 @@ let package = Package(
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "AllocationCounter"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter"]),
+        // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
+        .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),
     ]
 )

@@ -159,6 +159,8 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
         top.send_signal(signal.SIGINT)
         top_output = top.communicate(timeout=30)[0]
+        with open(os.path.join(graph.directory, f"top-{tag}.txt"), "w") as saved:  # every node, for --keep
+            saved.write(top_output)
         recorder.send_signal(signal.SIGINT)  # pw-record writes its WAV header on SIGINT
         recorder.wait(timeout=30)
     finally:
@@ -194,7 +196,7 @@ def parse_top_total(output):
 
 
 def output_error_db(recording, reference):
-    """Finds the lag of each 1 s segment of the reference in the recording (cross-correlation). An
+    """Finds the lag of each loud 1 s segment of the reference in the recording (cross-correlation). An
     intact recording has one constant lag; dropped or repeated samples show as lag jumps. Returns the
     relative error in dB at the most common lag over the reference's length, that lag, and the
     number of lag jumps."""
@@ -204,7 +206,10 @@ def output_error_db(recording, reference):
     recorded = full[:, 0]
     segment = RATE
     lags = []
+    loudest = max(np.sum(reference[start:start + segment, 0] ** 2) for start in range(0, len(reference), segment))
     for start in range(0, len(reference) - segment, segment):
+        if np.sum(reference[start:start + segment, 0] ** 2) < 1e-4 * loudest:
+            continue  # (nearly) silent: no lag to find there
         window = recorded[start:start + segment + 10 * RATE]  # the lag is below 10 s (start-up)
         if len(window) < segment:
             break
@@ -248,9 +253,11 @@ def main():
             ir = synthetic_ir(ir_seconds, seed=int(ir_seconds * 10))
             ir_path = os.path.join(directory, f"ir-{ir_seconds:g}s.wav")
             wavfile.write(ir_path, RATE, ir)
-            # Silence after the noise, as long as the IR: pw-play stays linked while the tail rings out
-            # (a player that ends unlinks itself and changes the graph mid-measurement).
-            played = np.vstack([noise, np.zeros((len(ir) + RATE // 2, 2), np.float32)])
+            # 1 s of silence first: the channels are linked one after the other, and the noise must not
+            # start before both are. Silence after the noise, as long as the IR: pw-play stays linked
+            # while the tail rings out (a player that ends unlinks itself and changes the graph).
+            played = np.vstack([np.zeros((RATE, 2), np.float32), noise,
+                                np.zeros((len(ir) + RATE // 2, 2), np.float32)])
             input_path = os.path.join(directory, f"input-{ir_seconds:g}s.wav")
             wavfile.write(input_path, RATE, played)
             reference = np.stack([fftconvolve(played[:, c].astype(np.float64), ir[:, c].astype(np.float64))

@@ -56,11 +56,13 @@ echo "== Starting the node: pw-convolver run --ir builtin:hall --name $node"
 node_pid=$!
 wait_for_port "$node:input_FL" || { cat "$work/node.log" >&2; exit 1; }
 
-# 3. A short test signal: plucked notes, then silence for the hall's tail.
+# 3. A short test signal: four plucked notes, then 2 s of silence (the hall rings on; pw-play stays
+#    linked through it).
 signal=$work/test-signal.wav
-sox -n -r 48000 -c 2 -b 32 -e floating-point "$signal" \
-    synth 0.4 pluck C4 synth 0.4 pluck E4 synth 0.4 pluck G4 synth 0.8 pluck C5 : \
-    synth 1.5 sine 300-1200 vol 0.3 fade 0 1.5 0.2 : synth 1 sine 0 vol 0
+for note in 1-C4 2-E4 3-G4 4-C5; do
+    sox -n -r 48000 -c 2 -b 32 -e floating-point "$work/note-$note.wav" synth 0.6 pluck "${note#*-}"
+done
+sox "$work"/note-*.wav "$signal" pad 0 2
 recording=$work/hall-recording.wav
 
 # 4. Record the node's output, play the signal into it (linked by port names).

@@ -9,8 +9,9 @@ cmd=${1:?start|stop}; dir=${2:?runtime dir}
 case "$cmd" in
 start)
     mkdir -p "$dir"; chmod 700 "$dir"
+    # stdin from /dev/null: the daemon must hold no fd of whoever started this script.
     XDG_RUNTIME_DIR="$dir" PIPEWIRE_DEBUG=${PIPEWIRE_DEBUG:-2} \
-        setsid pipewire -c "$here/pipewire-conf/headless-daemon.conf" >"$dir/pipewire.log" 2>&1 &
+        setsid pipewire -c "$here/pipewire-conf/headless-daemon.conf" </dev/null >"$dir/pipewire.log" 2>&1 &
     echo $! >"$dir/pipewire.pid"
     for _ in $(seq 100); do
         [ -S "$dir/pipewire-0" ] && break

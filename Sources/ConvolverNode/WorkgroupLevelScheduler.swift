@@ -20,7 +20,12 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
     /// (measured: see the bench). 0: every level on the helpers.
     public var inlineLevelCount = 0
-    /// Only used to size the SCHED_DEADLINE period at setup; cycles carry their own rate.
+    /// Levels whose result is due sooner than this after their input block (seconds at
+    /// `sampleRate`) also run on the data thread: a helper's wake-up can take milliseconds on a
+    /// loaded or virtual machine, and a short level missing its deadline every so often costs
+    /// more (late levels, and the data thread waiting) than running it inline. 0: off.
+    public var minimumHelperSlack = 0.0
+    /// Sizes the SCHED_DEADLINE period and `minimumHelperSlack` at setup; cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
     public var warn: @Sendable (String) -> Void = { message in
@@ -81,7 +86,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         stop()
         self.runner = runner
         self.levels = levels
-        inlineLevelCount = min(max(configuration.inlineLevelCount, 0), levels.count)
+        let tooSoonForHelpers = levels.prefix {
+            Double($0.dueAfterSamples) / configuration.sampleRate < configuration.minimumHelperSlack
+        }.count
+        inlineLevelCount = min(max(configuration.inlineLevelCount, tooSoonForHelpers, 0), levels.count)
         let pooledLevels = levels.dropFirst(inlineLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()

@@ -108,6 +108,7 @@ enum RealtimePacer {
         schedulerConfiguration.sampleRate = sampleRate
         schedulerConfiguration.deadlineScheduling = deadlineScheduling
         schedulerConfiguration.inlineLevelCount = inlineLevelCount
+        schedulerConfiguration.minimumHelperSlack = 0.010  // as the node
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         defer { engine.stop() }
