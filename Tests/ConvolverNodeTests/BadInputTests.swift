@@ -277,7 +277,7 @@ final class BadInputTests: XCTestCase {
         directory = NSTemporaryDirectory() + "swconv-node-irfuzz-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ??? "") ?? 5
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ?? "") ?? 5
         let sourcePath = directory + "/source.wav"
         var sine = (0..<2000).map { Float(0.5 * sin(Double($0) * 0.05) * exp(-Double($0) / 500)) }
         try writeWAV([sine, sine.reversed()], sourcePath)
@@ -332,7 +332,7 @@ final class BadInputTests: XCTestCase {
     /// `NodeConfigurationError` naming a key with a message, or a configuration within the
     /// documented limits. Bounded: SWIFT_CONVOLVER_FUZZ_SECONDS (default 5 s) or 1 000 000 rounds.
     func testArgumentsParserFuzz() {
-        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ??? "") ?? 5
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ?? "") ?? 5
         var random = TestSignals.Random(state: 0xA265)
         func below(_ limit: Int) -> Int { min(limit - 1, Int((random.next() + 1) / 2 * Float(limit))) }
         let keys = ["filename", "gain", "mix", "bypass", "delay", "offset", "length", "resample.quality", "audio.channels",
