@@ -188,12 +188,16 @@ final class HotSwapTests: XCTestCase {
 
         var swapsRequested = 0
         func swap(for duration: Double) throws {
-            let end = Date().addingTimeInterval(duration)
-            while Date() < end {
+            // One request every 100 ms on a fixed schedule (pw-cli itself takes tens of ms).
+            let start = Date()
+            var tick = 0
+            while Double(tick) * 0.1 < duration {
                 let target = path(swapsRequested % 2 == 0 ? "inverted.wav" : "direct.wav")
                 try setProps(id, "\"filename\" \"\(target)\"")
                 swapsRequested += 1
-                usleep(100_000)
+                tick += 1
+                let wait = start.addingTimeInterval(Double(tick) * 0.1).timeIntervalSinceNow
+                if wait > 0 { usleep(UInt32(wait * 1_000_000)) }
             }
         }
         try swap(for: 3)
