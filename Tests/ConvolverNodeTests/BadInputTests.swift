@@ -96,6 +96,11 @@ final class BadInputTests: XCTestCase {
             Row(name: "negative length", input: .arguments("filename = builtin:dirac length = -10"), expect: .error(["length", "-10"]), live: .none),
             Row(name: "absurd length", input: .arguments("filename = builtin:dirac length = 1e15"), expect: .error(["length"]), live: .none),
             Row(name: "negative crossfade", input: .arguments("filename = builtin:dirac crossfade = -1"), expect: .error(["crossfade", "-1"]), live: .none),
+            Row(name: "crossfade with a unit", input: .arguments("filename = builtin:dirac crossfade = \"20ms\" crossfade.shape = linear"),
+                expect: .accepted(warnings: [], why: "a valid crossfade"), live: .none),
+            Row(name: "absurd crossfade", input: .arguments("filename = builtin:dirac crossfade = 3600"), expect: .error(["crossfade", "3600"]), live: .none),
+            Row(name: "unknown crossfade shape", input: .arguments("filename = builtin:dirac crossfade.shape = cubic"),
+                expect: .error(["crossfade.shape", "cubic"]), live: .none),
             Row(name: "unknown key", input: .arguments("filename = builtin:dirac frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
             Row(name: "malformed SPA-JSON", input: .arguments("filename = \"unterminated"), expect: .error(["args"]), live: .moduleLoad),
@@ -374,5 +379,18 @@ final class BadInputTests: XCTestCase {
         }
         print("arguments parser fuzz: \(rounds) rounds, \(accepted) accepted within limits, the rest refused with a key and message")
         XCTAssertGreaterThan(rounds, 100)
+    }
+
+    /// The `crossfade` key's accepted forms and defaults (the rows above only check acceptance).
+    func testCrossfadeKeyValues() throws {
+        let defaults = try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac }").0
+        XCTAssertEqual(defaults.crossfadeSeconds, 0.05)
+        XCTAssertTrue(defaults.crossfadeEqualPower)
+        let milliseconds = try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = \"20ms\" crossfade.shape = linear }").0
+        XCTAssertEqual(milliseconds.crossfadeSeconds, 0.02, accuracy: 1e-12)
+        XCTAssertFalse(milliseconds.crossfadeEqualPower)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = \"2s\" }").0.crossfadeSeconds, 2)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = 0 }").0.crossfadeSeconds, 0)
     }
 }
