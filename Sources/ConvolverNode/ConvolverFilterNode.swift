@@ -225,7 +225,8 @@ public final class ConvolverFilterNode {
 
     private func publishProps() {
         guard let filter,
-              let pod = PropsParam.build(controls, filename: configuration.filename, into: podBuffer) else { return }
+              let pod = PropsParam.build(controls, filename: configuration.filename,
+                                                 crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
         var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
         _ = pw_filter_update_params(filter, nil, &params, 1)
     }
@@ -238,6 +239,10 @@ public final class ConvolverFilterNode {
         if let gain = change.gain { controls.gain = gain }
         if let mix = change.mix { controls.mix = mix }
         if let bypass = change.bypass { controls.bypass = bypass }
+        if let crossfade = change.crossfade {
+            configuration.crossfadeSeconds = crossfade
+            realtime.setCrossfade(seconds: crossfade, equalPower: configuration.crossfadeEqualPower)
+        }
         realtime.setControls(controls)
         configuration.gain = controls.gain
         configuration.mix = controls.mix

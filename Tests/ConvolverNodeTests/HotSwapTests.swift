@@ -160,6 +160,23 @@ final class HotSwapTests: XCTestCase {
         XCTAssertEqual(property(node, "convolver.ir"), path("direct.wav"))
         XCTAssertEqual(property(node, "convolver.swaps"), "0")
         XCTAssertTrue(client.isRunning)
+
+        // The crossfade time is a Props param too: set, read back; a bad value is refused.
+        try setProps(id, "\"crossfade\" 0.2")
+        XCTAssertTrue(waitUntil(timeout: 5) { (try? self.propsText(id))?.contains("\"crossfade\"\n      Float 0.200000") == true },
+                      (try? propsText(id)) ?? "")
+        try setProps(id, "\"crossfade\" -1")
+        XCTAssertTrue(waitUntil(timeout: 5) { client.log.contains("Props ignored") && client.log.contains("crossfade") })
+        XCTAssertTrue(try propsText(id).contains("Float 0.200000"))
+    }
+
+    /// `pw-cli enum-params <id> Props`, spaces normalised to one indent level per line.
+    private func propsText(_ id: Int) throws -> String {
+        let (_, output) = try daemon.run(["pw-cli", "enum-params", "\(id)", "Props"])
+        return output.split(separator: "\n").map { line in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            return trimmed.hasPrefix("String") ? trimmed : "      " + trimmed
+        }.joined(separator: "\n")
     }
 
     /// VmRSS of a process, in kB.
