@@ -3,6 +3,9 @@
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~15 min)
+#   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
+#   make install     user-level (~/.local, ~/.config); `make install PREFIX=/usr/local` system-wide
+#   make uninstall   the same variables; removes every file install wrote
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 SWIFT ?= swift
@@ -14,7 +17,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build test demo bench bench-live clean
+.PHONY: deps build test demo bench bench-live soak clean install uninstall
 
 # Installs only what is missing; `apt-get update` only when something must be installed.
 deps:
@@ -41,5 +44,65 @@ bench: build
 bench-live: build
 	$(PYTHON) scripts/bench-live.py
 
+soak: build
+	$(PYTHON) scripts/soak.py
+
 clean:
 	rm -rf .build
+
+# --- install / uninstall --------------------------------------------------------------------------
+# User-level by default (PREFIX = ~/.local). PipeWire 0.3.65 loads modules by name only from
+# PIPEWIRE_MODULE_DIR or its own module dir (an absolute path in `name` is refused; tried), so:
+# - user-level: the module goes to ~/.local/lib/pipewire-0.3/ and a systemd drop-in for the user's
+#   pipewire.service sets PIPEWIRE_MODULE_DIR=<that dir>:<PipeWire's dir>;
+# - system-wide (PREFIX other than ~/.local): the module goes to PipeWire's own module dir
+#   (pkg-config moduledir), the daemon drop-in to /etc/pipewire, the unit to PREFIX/lib/systemd/user.
+# DESTDIR is prepended to every path (packaging, tests). BUILD_DIR: where the products are.
+PREFIX ?= $(HOME)/.local
+BUILD_DIR ?= .build/release
+MODULE_FILE := libpipewire-module-swift-convolver.so
+PIPEWIRE_MODULEDIR := $(shell pkg-config --variable=moduledir libpipewire-0.3 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/pipewire-0.3)
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share/swift-convolver
+ifeq ($(PREFIX),$(HOME)/.local)
+MODULEDIR ?= $(PREFIX)/lib/pipewire-0.3
+PW_CONFDIR ?= $(HOME)/.config/pipewire
+SYSTEMD_USERDIR ?= $(HOME)/.config/systemd/user
+MODULE_ENV_DROPIN := $(SYSTEMD_USERDIR)/pipewire.service.d/swift-convolver.conf
+else
+MODULEDIR ?= $(PIPEWIRE_MODULEDIR)
+PW_CONFDIR ?= /etc/pipewire
+SYSTEMD_USERDIR ?= $(PREFIX)/lib/systemd/user
+MODULE_ENV_DROPIN :=
+endif
+INSTALLED_FILES := $(BINDIR)/pw-convolver $(MODULEDIR)/$(MODULE_FILE) \
+	$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf $(SYSTEMD_USERDIR)/swift-convolver.service \
+	$(MODULE_ENV_DROPIN) $(addprefix $(DATADIR)/,$(notdir $(wildcard pipewire-conf/swift-convolver*.conf)) README.md)
+
+install:
+	@[ -x "$(BUILD_DIR)/pw-convolver" ] && [ -f "$(BUILD_DIR)/$(MODULE_FILE)" ] || $(MAKE) build
+	install -D -m 755 "$(BUILD_DIR)/pw-convolver" "$(DESTDIR)$(BINDIR)/pw-convolver"
+	install -D -m 644 "$(BUILD_DIR)/$(MODULE_FILE)" "$(DESTDIR)$(MODULEDIR)/$(MODULE_FILE)"
+	install -D -m 644 pipewire-conf/swift-convolver-dropin.conf "$(DESTDIR)$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf"
+	install -d "$(DESTDIR)$(DATADIR)"
+	install -m 644 pipewire-conf/swift-convolver*.conf README.md "$(DESTDIR)$(DATADIR)/"
+	install -d "$(DESTDIR)$(SYSTEMD_USERDIR)"
+	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/swift-convolver.service.in >"$(DESTDIR)$(SYSTEMD_USERDIR)/swift-convolver.service"
+ifneq ($(MODULE_ENV_DROPIN),)
+	install -d "$(DESTDIR)$(dir $(MODULE_ENV_DROPIN))"
+	printf '# swift-convolver (make install): PipeWire finds the module in $(MODULEDIR).\n[Service]\nEnvironment=PIPEWIRE_MODULE_DIR=$(MODULEDIR):$(PIPEWIRE_MODULEDIR)\n' \
+		>"$(DESTDIR)$(MODULE_ENV_DROPIN)"
+endif
+	@echo "Installed. Restart PipeWire to load the drop-in: systemctl --user daemon-reload && systemctl --user restart pipewire"
+	@echo "Standalone sink instead: systemctl --user enable --now swift-convolver.service"
+
+# Removes exactly the files install writes (and the FFTW wisdom cache at user level), then the
+# project's own directories if empty. Shared directories (bin, lib, pipewire.conf.d) stay.
+uninstall:
+	rm -f $(addprefix "$(DESTDIR),$(addsuffix ",$(INSTALLED_FILES)))
+	rmdir "$(DESTDIR)$(DATADIR)" 2>/dev/null || true
+ifneq ($(MODULE_ENV_DROPIN),)
+	rmdir "$(DESTDIR)$(dir $(MODULE_ENV_DROPIN))" 2>/dev/null || true
+	rm -rf "$(DESTDIR)$(HOME)/.cache/swift-convolver"
+endif
+	@echo "Uninstalled. Restart PipeWire: systemctl --user daemon-reload && systemctl --user restart pipewire"

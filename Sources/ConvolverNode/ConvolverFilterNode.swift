@@ -43,8 +43,8 @@ public final class ConvolverFilterNode {
         self.loop = loop
         self.expectedBlockSize = expectedBlockSize
         controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
-        realtime = RealtimeProcessor(channelCount: configuration.channelCount, controls: controls,
-                                     crossfadeSeconds: configuration.crossfadeSeconds,
+        realtime = RealtimeProcessor(inputCount: configuration.channelCount, outputCount: configuration.outputCount,
+                                     controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
                                      crossfadeEqualPower: configuration.crossfadeEqualPower)
         filterListener = .allocate(capacity: 1)
         filterListener.initialize(to: spa_hook())
@@ -75,13 +75,24 @@ public final class ConvolverFilterNode {
     private var userData: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     private func createFilter(core: OpaquePointer) throws(ConvolverNodeError) {
+        // Sink mode stays one pw_filter rather than filter-chain's capture + playback pw_stream
+        // pair: one node, one process callback, so the existing data-thread path (and its zero
+        // added latency) is unchanged and no buffer is handed between two streams. The node is a
+        // sink to the graph (media.class Audio/Sink, inputs `playback_<POS>` as device sinks
+        // name them, node.virtual as filter-chain's sinks); its outputs `output_<POS>` are linked
+        // to the real sink by hand or qpwgraph. WirePlumber 0.4.13 lists it as a sink but does not
+        // route into it (its adapter finds no format on DSP ports): that needs filter-chain's
+        // two-stream design (README, "Sink mode").
+        let sink = configuration.mode == .sink
         var pairs: [(String, String)] = [
-            (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP"),
+            (PW_KEY_MEDIA_TYPE, "Audio"),
             (PW_KEY_NODE_NAME, configuration.nodeName), (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription),
             (PW_KEY_MEDIA_NAME, configuration.nodeDescription),
             ("audio.channels", "\(configuration.channelCount)"),
             ("audio.position", configuration.positions.joined(separator: ",")),
         ]
+        pairs += sink ? [(PW_KEY_MEDIA_CLASS, "Audio/Sink"), (PW_KEY_NODE_VIRTUAL, "true")]
+                      : [(PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP")]
         if let target = configuration.targetObject { pairs.append((PW_KEY_TARGET_OBJECT, target)) }
         pairs += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         // pw_filter_new takes ownership of the properties.
@@ -91,8 +102,10 @@ public final class ConvolverFilterNode {
         self.filter = filter
         pw_filter_add_listener(filter, filterListener, Self.filterEvents, userData)
 
-        for (index, position) in configuration.positions.enumerated() {
-            for (direction, prefix) in [(SPA_DIRECTION_INPUT, "input"), (SPA_DIRECTION_OUTPUT, "output")] {
+        let portLists = [(SPA_DIRECTION_INPUT, sink ? "playback" : "input", configuration.positions),
+                         (SPA_DIRECTION_OUTPUT, "output", configuration.outputChannelPositions)]
+        for (direction, prefix, positions) in portLists {
+            for (index, position) in positions.enumerated() {
                 let portProperties = makeProperties([
                     (PW_KEY_FORMAT_DSP, "32 bit float mono audio"), (PW_KEY_PORT_NAME, "\(prefix)_\(position)"),
                     (PW_KEY_AUDIO_CHANNEL, position),

@@ -74,7 +74,7 @@ enum EngineFactory {
             let impulseResponse = try load(impulse.filename, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
             entries.append(.init(input: impulse.input, output: impulse.output, impulse: impulseResponse.channels[0]))
         }
-        let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: channelCount, entries: entries)
+        let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: configuration.outputCount, entries: entries)
         do {
             try matrix.validate()
         } catch {

@@ -56,10 +56,18 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var crossfadeEqualPower = true
     /// `target.object`, for session managers that route the node.
     public var targetObject: String?
+    /// `filter` (DSP ports, routed by hand) or `sink` (a virtual sink apps can pick as output).
+    public var mode: NodeMode = .filter
     /// `node.*`, `media.*`, `priority.*` keys other than the ones above, passed to the node as is.
     public var extraNodeProperties: [String: String] = [:]
 
+    /// Output positions when they differ from the inputs' (`output.position`, e.g. 8 inputs of a
+    /// 7.1 sink → 2 binaural outputs through `impulses`); nil = one output per input position.
+    public var outputPositions: [String]?
+
     public var channelCount: Int { positions.count }
+    public var outputChannelPositions: [String] { outputPositions ?? positions }
+    public var outputCount: Int { outputChannelPositions.count }
 
     public init() {}
 
@@ -98,6 +106,7 @@ public struct NodeConfiguration: Sendable, Equatable {
             case "node.description": configuration.nodeDescription = try text(value, key)
             case "audio.channels": channelCount = try integer(value, key, 1...channelLimit)
             case "audio.position": positions = try channelPositions(value, key)
+            case "output.position": configuration.outputPositions = try channelPositions(value, key)
             case "filename": configuration.filename = try text(value, key)
             case "gain": configuration.gain = try number(value, key, 0...gainLimit)
             case "mix": configuration.mix = try number(value, key, 0...1)
@@ -144,6 +153,11 @@ public struct NodeConfiguration: Sendable, Equatable {
                     throw NodeConfigurationError(key: key, message: "'\(other)' is not equal-power or linear")
                 }
             case "target.object": configuration.targetObject = try text(value, key)
+            case "mode":
+                guard let mode = NodeMode(rawValue: try text(value, key)) else {
+                    throw NodeConfigurationError(key: key, message: "'\(value.text ?? "")' is not filter or sink")
+                }
+                configuration.mode = mode
             default:
                 if key.hasPrefix("node.") || key.hasPrefix("media.") || key.hasPrefix("priority.") {
                     configuration.extraNodeProperties[key] = value.text ?? ""
@@ -170,14 +184,18 @@ public struct NodeConfiguration: Sendable, Equatable {
         if filename == nil && impulses.isEmpty {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
         }
+        if outputCount != channelCount && impulses.isEmpty {
+            throw NodeConfigurationError(key: "output.position",
+                message: "\(outputCount) outputs for \(channelCount) inputs need an impulses matrix")
+        }
         for (index, impulse) in impulses.enumerated() {
             if impulse.input >= channelCount {
                 throw NodeConfigurationError(key: "impulses[\(index)].input",
                     message: "\(impulse.input) is out of range for \(channelCount) channels")
             }
-            if impulse.output >= channelCount {
+            if impulse.output >= outputCount {
                 throw NodeConfigurationError(key: "impulses[\(index)].output",
-                    message: "\(impulse.output) is out of range for \(channelCount) channels")
+                    message: "\(impulse.output) is out of range for \(outputCount) output channels")
             }
         }
     }
@@ -308,6 +326,15 @@ public struct NodeConfiguration: Sendable, Equatable {
         }
         return impulses
     }
+}
+
+/// How the node shows itself to the graph (module key `mode`).
+public enum NodeMode: String, Sendable, Equatable {
+    /// A filter: `input_<POS>`/`output_<POS>` DSP ports, no media.class; routed with pw-link/qpwgraph.
+    case filter
+    /// A virtual sink (`media.class = Audio/Sink`, inputs `playback_<POS>` like a device sink)
+    /// whose outputs `output_<POS>` go on to `target.object` or the default sink.
+    case sink
 }
 
 /// A configuration mistake, naming the key (or `args` for syntax errors).

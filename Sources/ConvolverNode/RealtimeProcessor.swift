@@ -3,6 +3,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import Foundation
 import Glibc
 import Synchronization
 import Workgroup
@@ -21,7 +22,9 @@ import Workgroup
 /// and the output glides old → new per sample; then the old engine goes to `retiredEngine`.
 /// A new pending engine waits until the fade in progress has finished.
 final class RealtimeProcessor {
-    let channelCount: Int
+    /// Input and output channels (equal unless `output.position` gives a matrix's outputs).
+    let inputCount: Int
+    let outputCount: Int
     /// Port data pointers from `pw_filter_add_port`, one per channel.
     let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
@@ -45,7 +48,7 @@ final class RealtimeProcessor {
     private let crossfadeEqualPower: Atomic<Bool>
     /// Largest call the crossfade covers (PipeWire's max quantum); a longer call ends the fade.
     static let fadeCapacity = 8192
-    /// The old engine's output during a fade: `channelCount` buffers of `fadeCapacity` frames.
+    /// The old engine's output during a fade: `outputCount` buffers of `fadeCapacity` frames.
     private let fadeStorage: UnsafeMutablePointer<Float>
     private let fadeBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
     /// Swaps done and swaps that were crossfaded (main loop reads them for statistics).
@@ -74,22 +77,31 @@ final class RealtimeProcessor {
     /// is the safety margin for the rest of the graph.
     static let waitFraction = 0.75
 
-    init(channelCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05, crossfadeEqualPower: Bool = true) {
-        self.channelCount = channelCount
+    /// Test hook: `SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS=1` (read once, here at setup) makes
+    /// `process` allocate an array every call, so the real-time safety test can show that its
+    /// counter catches an allocating build. Never set outside that test.
+    private let allocateInProcessForTesting =
+        ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS"] == "1"
+    private var testAllocationSink: [Float] = []
+
+    init(inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
+         crossfadeEqualPower: Bool = true) {
+        self.inputCount = inputCount
+        self.outputCount = outputCount
         crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
-        fadeStorage = .allocate(capacity: channelCount * Self.fadeCapacity)
-        fadeStorage.initialize(repeating: 0, count: channelCount * Self.fadeCapacity)
-        fadeBuffers = .allocate(capacity: channelCount)
-        for channel in 0..<channelCount { (fadeBuffers + channel).initialize(to: fadeStorage + channel * Self.fadeCapacity) }
-        inputPorts = .allocate(capacity: channelCount)
-        inputPorts.initialize(repeating: nil, count: channelCount)
-        outputPorts = .allocate(capacity: channelCount)
-        outputPorts.initialize(repeating: nil, count: channelCount)
-        inputBuffers = .allocate(capacity: channelCount)
-        inputBuffers.initialize(repeating: nil, count: channelCount)
-        outputBuffers = .allocate(capacity: channelCount)
-        outputBuffers.initialize(repeating: nil, count: channelCount)
+        fadeStorage = .allocate(capacity: outputCount * Self.fadeCapacity)
+        fadeStorage.initialize(repeating: 0, count: outputCount * Self.fadeCapacity)
+        fadeBuffers = .allocate(capacity: outputCount)
+        for channel in 0..<outputCount { (fadeBuffers + channel).initialize(to: fadeStorage + channel * Self.fadeCapacity) }
+        inputPorts = .allocate(capacity: inputCount)
+        inputPorts.initialize(repeating: nil, count: inputCount)
+        outputPorts = .allocate(capacity: outputCount)
+        outputPorts.initialize(repeating: nil, count: outputCount)
+        inputBuffers = .allocate(capacity: inputCount)
+        inputBuffers.initialize(repeating: nil, count: inputCount)
+        outputBuffers = .allocate(capacity: outputCount)
+        outputBuffers.initialize(repeating: nil, count: outputCount)
         gainBits = Atomic(Float(controls.gain).bitPattern)
         mixBits = Atomic(Float(controls.mix).bitPattern)
         bypassFlag = Atomic(controls.bypass)
@@ -154,9 +166,11 @@ final class RealtimeProcessor {
             activeEngine = next
         }
 
-        for channel in 0..<channelCount {
+        for channel in 0..<inputCount {
             inputBuffers[channel] = UnsafePointer(
                 pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
+        }
+        for channel in 0..<outputCount {
             outputBuffers[channel] =
                 pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
         }
@@ -182,8 +196,10 @@ final class RealtimeProcessor {
                 mixDryWet(frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
-            for channel in 0..<channelCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
+            for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
         }
+
+        if allocateInProcessForTesting { testAllocationSink = [Float](repeating: 0, count: frameCount + 1) }
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
@@ -203,7 +219,7 @@ final class RealtimeProcessor {
             }
             let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
             let step = 1 / Float(max(fadeLength, 1))
-            for channel in 0..<channelCount {
+            for channel in 0..<outputCount {
                 guard let output = outputBuffers[channel] else { continue }
                 let old = fadeBuffers[channel]!
                 for frame in 0..<frameCount {
@@ -245,9 +261,10 @@ final class RealtimeProcessor {
                                                         mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
                                                         bypass: bypassFlag.load(ordering: .relaxed))
         let steady = wetAmount == wetTarget && dryAmount == dryTarget
-        for channel in 0..<channelCount {
+        for channel in 0..<outputCount {
             guard let output = outputBuffers[channel] else { continue }
-            let input = inputBuffers[channel]
+            // Dry signal: the input of the same index (none for outputs beyond the inputs).
+            let input = channel < inputCount ? inputBuffers[channel] : nil
             if steady {
                 if wetAmount == 1 && dryAmount == 0 { continue }
                 if let input {

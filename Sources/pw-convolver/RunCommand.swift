@@ -9,7 +9,8 @@ enum RunCommand: Command {
         Usage: pw-convolver [run] --ir FILE|builtin:NAME [options]
 
         Runs the convolver as a PipeWire filter node (ports input_<POS>/output_<POS> per channel)
-        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph.
+        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph. With --sink it is a virtual
+        sink apps can pick (inputs playback_<POS>); link its output_<POS> to the real sink.
 
         Options (each is the module argument in brackets):
           --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall or builtin:dirac [filename]
@@ -21,6 +22,7 @@ enum RunCommand: Command {
           --mix M                 dry/wet, 0 = dry ... 1 = wet (default 1.0) [mix]
           --threads N|auto|levels workgroup helper threads (default auto) [workgroup.threads]
           --target NODE           target.object, for a session manager's routing [target.object]
+          --sink                  a virtual sink (media.class Audio/Sink, inputs playback_<POS>) [mode = sink]
           --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
 
         Example:
@@ -49,6 +51,7 @@ enum RunCommand: Command {
             case "--mix": members.append(.init(key: "mix", value: .word(try value(option))))
             case "--threads":
                 members.append(.init(key: "workgroup", value: .object([.init(key: "threads", value: .word(try value(option)))])))
+            case "--sink": members.append(.init(key: "mode", value: .word("sink")))
             case "--target": members.append(.init(key: "target.object", value: .string(try value(option))))
             case "--args":
                 let text = try value(option)

@@ -148,9 +148,16 @@ enum NumpyReference {
 struct PlayThrough {
     let daemon: PrivatePipeWire
     let nodeName: String
-    /// Only [FL, FR]: the recording's channels are FL FR (input) RL RR (output).
-    let positions = ["FL", "FR"]
-    static let recordedPositions = ["FL", "FR", "RL", "RR"]
+    /// The player's channels = the node's inputs, and the node's outputs (nil: the same).
+    var positions = ["FL", "FR"]
+    var outputPositions: [String]? = nil
+    /// `input` for a filter, `playback` for a node in sink mode.
+    var nodeInputPrefix = "input"
+    /// The recording's channels: the node's inputs, then its outputs (FL FR RL RR for stereo).
+    var recordedPositions: [String] {
+        let count = positions.count + (outputPositions ?? positions).count
+        return count == 4 ? ["FL", "FR", "RL", "RR"] : (0..<count).map { "AUX\($0)" }
+    }
 
     static func streamProperties(_ name: String) -> String {
         "{ node.name = \(name) node.want-driver = false "
@@ -165,20 +172,22 @@ struct PlayThrough {
         let playerName = "play-\(tag)"
         let recorder = try daemon.spawn([
             "pw-record", "-P", Self.streamProperties(recorderName), "--format", "f32", "--rate", "48000",
-            "--channels", "4", "--channel-map", Self.recordedPositions.joined(separator: ","), recordingPath,
+            "--channels", "\(recordedPositions.count)", "--channel-map", recordedPositions.joined(separator: ","), recordingPath,
         ], logName: "\(recorderName).log")
         defer { recorder.stop() }
-        try daemon.waitForPorts(ofNode: recorderName, count: 4)
-        for (position, recorded) in zip(positions, Self.recordedPositions.suffix(2)) {
+        try daemon.waitForPorts(ofNode: recorderName, count: recordedPositions.count)
+        let outputs = outputPositions ?? positions
+        for (position, recorded) in zip(outputs, recordedPositions.suffix(outputs.count)) {
             try daemon.link("\(nodeName):output_\(position)", "\(recorderName):input_\(recorded)")
         }
-        let player = try daemon.spawn(["pw-play", "-P", Self.streamProperties(playerName), inputPath],
+        let player = try daemon.spawn(["pw-play", "-P", Self.streamProperties(playerName),
+                                       "--channels", "\(positions.count)", "--channel-map", positions.joined(separator: ","), inputPath],
                                       logName: "\(playerName).log")
         defer { player.stop() }
         try daemon.waitForPorts(ofNode: playerName, count: positions.count)
-        for position in positions {
-            try daemon.link("\(playerName):output_\(position)", "\(recorderName):input_\(position)")
-            try daemon.link("\(playerName):output_\(position)", "\(nodeName):input_\(position)")
+        for (position, recorded) in zip(positions, recordedPositions) {
+            try daemon.link("\(playerName):output_\(position)", "\(recorderName):input_\(recorded)")
+            try daemon.link("\(playerName):output_\(position)", "\(nodeName):\(nodeInputPrefix)_\(position)")
         }
         try whilePlaying()
         guard player.waitForExit(timeout: seconds * 3 + 10) else {

@@ -54,8 +54,13 @@ final class PrivatePipeWire {
     /// (e.g. the convolver module, to test it inside the daemon).
     /// `dropIns`: files copied into `pipewire.conf.d/` beside the daemon's config, which is then
     /// found through PIPEWIRE_CONFIG_DIR as `pipewire.conf` (how a user's drop-in is loaded).
+    /// Recordings go here. On tmpfs when there is one: pw-record writes its file from its data
+    /// thread, and on a disk a write-back stall (seen at exactly 1 and 2 MB into the file) made it
+    /// drop a cycle of both the node's input and output, which then no longer match.
+    static let scratchDirectory = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory()
+
     init(name: String, extraModules: String = "", dropIns: [String] = []) throws {
-        runtimeDirectory = NSTemporaryDirectory() + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        runtimeDirectory = Self.scratchDirectory + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)

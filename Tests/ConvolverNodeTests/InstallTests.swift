@@ -1,0 +1,117 @@
+import Foundation
+import XCTest
+
+/// `make install` / `make uninstall` into a temporary HOME (user-level) and a DESTDIR
+/// (system-wide): the installed module and pw-convolver run in a private daemon from where they
+/// were installed, and uninstall leaves no file behind.
+final class InstallTests: XCTestCase {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+    private var scratch = ""
+
+    override func setUpWithError() throws {
+        try BuildProducts.requireModule()
+        scratch = NSTemporaryDirectory() + "swconv-install-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: scratch)
+    }
+
+    @discardableResult
+    private func make(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/make")
+        process.arguments = ["-s", "-C", Self.repository, "BUILD_DIR=\(BuildProducts.directory)"] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw TestFailure("make \(arguments) failed: \(output)") }
+        return output
+    }
+
+    /// Files and symlinks under `directory`, relative to it.
+    private func files(under directory: String) -> [String] {
+        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
+        var found: [String] = []
+        while let path = enumerator.nextObject() as? String {
+            let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + path)
+            if attributes?[.type] as? FileAttributeType != .typeDirectory { found.append(path) }
+        }
+        return found.sorted()
+    }
+
+    func testUserInstallLoadsFromThereAndUninstallLeavesNothing() throws {
+        let home = scratch + "/home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try make(["install", "HOME=\(home)"])
+        let installed = files(under: home)
+        for expected in [".local/bin/pw-convolver", ".local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so",
+                         ".config/pipewire/pipewire.conf.d/swift-convolver.conf",
+                         ".config/systemd/user/swift-convolver.service",
+                         ".config/systemd/user/pipewire.service.d/swift-convolver.conf",
+                         ".local/share/swift-convolver/swift-convolver.conf",
+                         ".local/share/swift-convolver/swift-convolver-virtual-surround-7.1-hesuvi.conf"] {
+            XCTAssertTrue(installed.contains(expected), "\(expected) not in \(installed)")
+        }
+        // The unit runs the installed binary.
+        let unit = try String(contentsOfFile: home + "/.config/systemd/user/swift-convolver.service", encoding: .utf8)
+        XCTAssertTrue(unit.contains("ExecStart=\(home)/.local/bin/pw-convolver run --sink"), unit)
+        // The module dir PipeWire gets from the installed systemd drop-in.
+        let environmentDropIn = try String(contentsOfFile: home + "/.config/systemd/user/pipewire.service.d/swift-convolver.conf",
+                                           encoding: .utf8)
+        let moduleDirectory = try XCTUnwrap(environmentDropIn.split(separator: "\n")
+            .first { $0.hasPrefix("Environment=PIPEWIRE_MODULE_DIR=") }.map { String($0.dropFirst("Environment=PIPEWIRE_MODULE_DIR=".count)) })
+        XCTAssertTrue(moduleDirectory.hasPrefix(home + "/.local/lib/pipewire-0.3:"), moduleDirectory)
+
+        let daemon = try PrivatePipeWire(name: "install")
+        defer { daemon.stop() }
+        // The installed client config loads the installed module (not the build directory's).
+        let client = try daemon.spawn(["pipewire", "-c", home + "/.local/share/swift-convolver/swift-convolver.conf"],
+                                      logName: "installed-client.log", extraEnvironment: ["PIPEWIRE_MODULE_DIR": moduleDirectory])
+        defer { client.stop() }
+        do {
+            try daemon.waitForPorts(ofNode: "swift-convolver", count: 4, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nclient log:\n\(client.log)")
+        }
+        // procfs files have size 0: read them as a stream.
+        let maps = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(client.process.processIdentifier)/maps"))
+        defer { try? maps.close() }
+        XCTAssertTrue(String(decoding: maps.readDataToEndOfFile(), as: UTF8.self).contains(home + "/.local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so"), "the installed module is the one loaded")
+        // The installed pw-convolver, as the unit runs it.
+        let standalone = try daemon.spawn([home + "/.local/bin/pw-convolver", "run", "--sink", "--name", "installed-sink",
+                                           "--ir", "builtin:dirac"], logName: "installed-standalone.log")
+        defer { standalone.stop() }
+        do {
+            try daemon.waitForPorts(ofNode: "installed-sink", count: 4, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(standalone.log)")
+        }
+        XCTAssertEqual(try daemon.nodeProperties("installed-sink")?.properties["media.class"] as? String, "Audio/Sink")
+        standalone.stop()
+        client.stop()
+
+        try make(["uninstall", "HOME=\(home)"])
+        XCTAssertEqual(files(under: home), [], "uninstall left files behind")
+    }
+
+    func testSystemWideInstallIntoDestdirAndUninstall() throws {
+        let destination = scratch + "/dest"
+        try make(["install", "PREFIX=/usr/local", "DESTDIR=\(destination)"])
+        let installed = files(under: destination)
+        XCTAssertTrue(installed.contains("usr/local/bin/pw-convolver"), "\(installed)")
+        XCTAssertTrue(installed.contains("etc/pipewire/pipewire.conf.d/swift-convolver.conf"), "\(installed)")
+        XCTAssertTrue(installed.contains("usr/local/lib/systemd/user/swift-convolver.service"), "\(installed)")
+        // System-wide, the module goes where PipeWire looks without any environment.
+        XCTAssertTrue(installed.contains { $0.hasSuffix("/pipewire-0.3/libpipewire-module-swift-convolver.so") && !$0.hasPrefix("usr/local") },
+                      "\(installed)")
+        XCTAssertFalse(installed.contains { $0.contains("pipewire.service.d") }, "no module-dir drop-in needed system-wide")
+        try make(["uninstall", "PREFIX=/usr/local", "DESTDIR=\(destination)"])
+        XCTAssertEqual(files(under: destination), [], "uninstall left files behind")
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import XCTest
+
+/// The real-time contract, shown live: the node loaded from config in a `pipewire -c` client
+/// process that has `Tests/RealtimeCheck/realtime_check.c` preloaded. After warm-up the counter is
+/// armed; then, while audio plays, Props, the quantum and the IR change; the counts of malloc-family
+/// calls and mutex locks on PipeWire's data thread and on our helper threads must be zero, and the
+/// FTZ/DAZ bits must be set on those threads whenever they read the clock (denormals flushed).
+/// A second test builds the node with its allocating test hook and shows the counter sees it.
+///
+/// Length: `SWIFT_CONVOLVER_RT_SECONDS` (default 20 s; the full proof is 60 s).
+final class RealtimeSafetyLiveTests: XCTestCase {
+    private var daemon: PrivatePipeWire!
+    private let positions = ["FL", "FR"]
+
+    override func setUpWithError() throws {
+        try BuildProducts.requireModule()
+        daemon = try PrivatePipeWire(name: "rtsafety")
+        try daemon.setQuantum(256)
+    }
+
+    override func tearDown() {
+        daemon?.stop()
+        daemon = nil
+    }
+
+    private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
+
+    func testLiveRunWithPropsQuantumAndImpulseChangesAllocatesAndLocksNothing() throws {
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_RT_SECONDS"] ?? "") ?? 20
+        let warmUp = 3.0
+        // Long enough for several helper levels at every quantum.
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: 96000), to: path("ir-a.wav"))
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: 60000).map { $0.map { -0.8 * $0 } }, to: path("ir-b.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: warmUp + seconds + 2, leadOut: 0.5), to: path("input.wav"))
+        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-rt",
+                                         arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
+        defer { host.client.stop() }
+        let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).id
+
+        var report: RealtimeCheckReport?
+        var changes: [String: Int] = [:]
+        var lastImpulse = path("ir-a.wav")
+        try PlayThrough(daemon: daemon, nodeName: "conv-rt")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: warmUp + seconds + 2,
+                 tailSeconds: 0.2, tag: "rt") {
+                usleep(UInt32(warmUp * 1_000_000))
+                try host.arm()
+                let start = Date()
+                var step = 0
+                let quanta = [64, 256, 1024]
+                let props = [("0.5", "0.3", "true"), ("0.8", "1.0", "false"), ("1.0", "0.6", "false")]
+                while Date().timeIntervalSince(start) < seconds - 1 {
+                    let (gain, mix, bypass) = props[step % props.count]
+                    try setProps(nodeID, "\"gain\" \(gain) \"mix\" \(mix) \"bypass\" \(bypass)")
+                    changes["props", default: 0] += 1
+                    try daemon.setQuantum(quanta[step % quanta.count])
+                    changes["quantum", default: 0] += 1
+                    if step % 4 == 3 {
+                        lastImpulse = lastImpulse.hasSuffix("ir-a.wav") ? path("ir-b.wav") : path("ir-a.wav")
+                        try setProps(nodeID, "\"filename\" \"\(lastImpulse)\"")
+                        changes["impulse", default: 0] += 1
+                    }
+                    usleep(700_000)
+                    step += 1
+                }
+                try daemon.setQuantum(256)
+                usleep(800_000)
+                report = try host.dump()
+            }
+        let result = try XCTUnwrap(report)
+        print("changes while armed: \(changes.sorted { $0.key < $1.key })")
+        print(result.summary)
+        let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).properties
+        print("node statistics: " + statistics.filter { $0.key.hasPrefix("convolver.") }
+            .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        XCTAssertEqual("\(statistics["convolver.ir"] ?? "")", lastImpulse, "the IR changes reached the node")
+        XCTAssertGreaterThanOrEqual(changes["impulse", default: 0], 1)
+
+        XCTAssertFalse(result.dataThreads.isEmpty, "the data thread was watched (it reads the clock every cycle)")
+        XCTAssertFalse(result.helperThreads.isEmpty, "helper threads were watched")
+        for thread in result.dataThreads + result.helperThreads {
+            XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(result.sites(of: thread))")
+            XCTAssertEqual(thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(result.sites(of: thread))")
+            // FTZ/DAZ: set on every clock read but a new helper's very first (its job sets them).
+            XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set")
+            XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again")
+            XCTAssertLessThanOrEqual(thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set")
+        }
+        XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
+    }
+
+    /// The test hook makes `process` allocate an array per call: the counter must see it, on the
+    /// data thread, from inside the module. This is what makes the zero above mean something.
+    func testCounterCatchesAnAllocatingProcessCallback() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: 6), to: path("input.wav"))
+        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-alloc",
+                                         arguments: "node.name = conv-alloc audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
+                                         extraEnvironment: ["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS": "1"])
+        defer { host.client.stop() }
+        var report: RealtimeCheckReport?
+        try PlayThrough(daemon: daemon, nodeName: "conv-alloc")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 6, tailSeconds: 0.2, tag: "alloc") {
+                usleep(2_000_000)
+                try host.arm()
+                usleep(2_000_000)
+                report = try host.dump()
+            }
+        let result = try XCTUnwrap(report)
+        print(result.summary)
+        let dataAllocations = result.dataThreads.map(\.allocations).reduce(0, +)
+        // 2 s at 256 frames per call is ~375 calls; allow for some calls at other sizes or merged.
+        XCTAssertGreaterThan(dataAllocations, 100, "the counter must catch the allocating process callback")
+        // The array is made by the Swift runtime (swift_allocObject → malloc) for the module.
+        XCTAssertTrue(result.sites.contains { $0.kind == "allocation" && $0.location.contains("swift") },
+                      "an allocation site in the Swift runtime or the module:\n\(result.summary)")
+    }
+
+    private func setProps(_ nodeID: Int, _ params: String) throws {
+        let (status, output) = try daemon.run(["pw-cli", "set-param", "\(nodeID)", "Props", "{ params = [ \(params) ] }"])
+        guard status == 0 else { throw TestFailure("pw-cli set-param \(nodeID) Props failed: \(output)") }
+    }
+}
+
+/// A `pipewire -c` process hosting the module (ModuleClient's config) with the real-time check
+/// library preloaded. The library is compiled once per test run with the system C compiler.
+final class RealtimeCheckHost {
+    let client: BackgroundProcess
+    let outputPath: String
+
+    static let library: Result<String, TestFailure> = {
+        let directory = NSTemporaryDirectory() + "swconv-realtime-check-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let library = directory + "/librealtime_check.so"
+        let source = BuildProducts.packageRoot + "/Tests/RealtimeCheck/realtime_check.c"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", library, source, "-ldl"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return .failure(TestFailure("cannot run cc: \(error)")) }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return .failure(TestFailure("cc \(source) failed:\n\(output)")) }
+        return .success(library)
+    }()
+
+    /// `launcher`: a command put before `pipewire` (e.g. `setpriv` to refuse real-time).
+    init(daemon: PrivatePipeWire, name: String, arguments: String, extraEnvironment: [String: String] = [:],
+         launcher: [String] = []) throws {
+        let library = try Self.library.get()
+        outputPath = daemon.runtimeDirectory + "/\(name)-realtime-check.txt"
+        let configurationPath = daemon.runtimeDirectory + "/\(name).conf"
+        try ModuleClient.configuration(arguments: arguments).write(toFile: configurationPath, atomically: true, encoding: .utf8)
+        var environment = extraEnvironment
+        environment["LD_PRELOAD"] = library
+        environment["REALTIME_CHECK_OUTPUT"] = outputPath
+        environment["REALTIME_CHECK_PROGRAM"] = "pipewire"
+        client = try daemon.spawn(launcher + ["pipewire", "-c", configurationPath], logName: "\(name).log",
+                                  extraEnvironment: environment)
+        let nodeName = arguments.components(separatedBy: "node.name = ").dropFirst().first?
+            .split(separator: " ").first.map(String.init) ?? name
+        do {
+            try daemon.waitForPorts(ofNode: nodeName, count: 4, timeout: 30)
+        } catch {
+            client.stop()
+            throw TestFailure("\(error)\nhost log:\n\(client.log)")
+        }
+    }
+
+    var processID: pid_t { client.process.processIdentifier }
+
+    /// Resets and arms the counters (SIGUSR1).
+    func arm() throws {
+        guard kill(processID, SIGUSR1) == 0 else { throw TestFailure("kill SIGUSR1: errno \(errno)") }
+    }
+
+    /// Asks for the counts (SIGUSR2) and reads them.
+    func dump() throws -> RealtimeCheckReport {
+        try? FileManager.default.removeItem(atPath: outputPath)
+        guard kill(processID, SIGUSR2) == 0 else { throw TestFailure("kill SIGUSR2: errno \(errno)") }
+        guard waitUntil(timeout: 10, { FileManager.default.fileExists(atPath: self.outputPath) }) else {
+            throw TestFailure("no realtime check dump at \(outputPath); host log:\n\(client.log)")
+        }
+        return RealtimeCheckReport(try String(contentsOfFile: outputPath, encoding: .utf8), processID: processID)
+    }
+
+    /// Thread ids of the process whose name starts with `prefix` (the main thread excluded).
+    func threadIDs(named prefix: String) -> [pid_t] {
+        let taskDirectory = "/proc/\(processID)/task"
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: taskDirectory)) ?? []
+        return tasks.compactMap { pid_t($0) }.filter { tid in
+            guard tid != processID,
+                  let name = try? String(contentsOfFile: "\(taskDirectory)/\(tid)/comm", encoding: .utf8) else { return false }
+            return name.hasPrefix(prefix)
+        }
+    }
+}
+
+/// A parsed dump of realtime_check.c (see its header for the format).
+struct RealtimeCheckReport {
+    struct Thread {
+        var tid: Int, name: String, policy: Int
+        var clockCalls: Int, clockCallsWithFlush: Int, flushLost: Int, allocations: Int, mutexLocks: Int
+    }
+    struct Site { var kind: String, tid: Int, address: UInt, count: Int, location: String }
+
+    var threads: [Thread] = []
+    var sites: [Site] = []
+    var armed = false
+
+    init(_ text: String, processID: pid_t) {
+        var maps: [(start: UInt, end: UInt, offset: UInt, path: String)] = []
+        var inMaps = false
+        var rawSites: [(String, Int, UInt, Int)] = []
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            if inMaps {
+                guard fields.count >= 6 else { continue }
+                let range = fields[0].split(separator: "-")
+                if range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
+                   let offset = UInt(fields[2], radix: 16) {
+                    maps.append((start, end, offset, fields[5...].joined(separator: " ")))
+                }
+            } else if fields.first == "maps" {
+                inMaps = true
+            } else if fields.first == "armed" {
+                armed = fields.count > 1 && fields[1] == "1"
+            } else if fields.first == "thread", fields.count == 9 {
+                let n = fields[3...].map { Int($0) ?? -1 }
+                threads.append(Thread(tid: Int(fields[1]) ?? 0, name: fields[2], policy: n[0] & 0xff, clockCalls: n[1],
+                                      clockCallsWithFlush: n[2], flushLost: n[3], allocations: n[4], mutexLocks: n[5]))
+            } else if fields.first == "site", fields.count == 5 {
+                rawSites.append((fields[1], Int(fields[2]) ?? 0, UInt(fields[3].dropFirst(2), radix: 16) ?? 0, Int(fields[4]) ?? 0))
+            }
+        }
+        sites = rawSites.map { kind, tid, address, count in
+            let location = maps.first { address >= $0.start && address < $0.end }
+                .map { "\($0.path)+0x\(String(address - $0.start + $0.offset, radix: 16))" } ?? "?"
+            return Site(kind: kind, tid: tid, address: address, count: count, location: location)
+        }
+    }
+
+    /// PipeWire's data thread: in a `pipewire -c` process of 0.3.65 it keeps the process name.
+    var dataThreads: [Thread] { threads.filter { ($0.name.hasPrefix("pipewire") || $0.name.hasPrefix("data-loop")) && $0.clockCalls > 0 } }
+    var helperThreads: [Thread] { threads.filter { $0.name.hasPrefix("swconv") } }
+
+    func sites(of thread: Thread) -> String {
+        sites.filter { $0.tid == thread.tid }.map { "  \($0.kind) ×\($0.count) from \($0.location)" }.joined(separator: "\n")
+    }
+
+    var summary: String {
+        let policyNames = [0: "OTHER", 1: "FIFO", 2: "RR"]
+        return "realtime check (armed: \(armed)):\n" + threads.map { thread in
+            "  thread \(thread.tid) \(thread.name) SCHED_\(policyNames[thread.policy] ?? "\(thread.policy)"): "
+                + "clock reads \(thread.clockCalls) (FTZ/DAZ set in \(thread.clockCallsWithFlush), lost \(thread.flushLost)), "
+                + "allocations \(thread.allocations), mutex locks \(thread.mutexLocks)"
+                + (sites(of: thread).isEmpty ? "" : "\n" + sites(of: thread))
+        }.joined(separator: "\n")
+    }
+}
