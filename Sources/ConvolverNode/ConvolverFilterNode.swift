@@ -44,7 +44,8 @@ public final class ConvolverFilterNode {
         self.expectedBlockSize = expectedBlockSize
         controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
         realtime = RealtimeProcessor(inputCount: configuration.channelCount, outputCount: configuration.outputCount,
-                                     controls: controls)
+                                     controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
+                                     crossfadeEqualPower: configuration.crossfadeEqualPower)
         filterListener = .allocate(capacity: 1)
         filterListener.initialize(to: spa_hook())
 
@@ -164,11 +165,12 @@ public final class ConvolverFilterNode {
         wakeEvent = nil
         realtime.wakeSource = nil
         // The data thread is gone: every engine slot is ours to free.
-        for pointer in [realtime.activeEngine, realtime.pendingEngine.exchange(nil, ordering: .acquiring),
+        for pointer in [realtime.activeEngine, realtime.fadingEngine, realtime.pendingEngine.exchange(nil, ordering: .acquiring),
                         realtime.retiredEngine.exchange(nil, ordering: .acquiring)] {
             if let pointer { Self.free(pointer) }
         }
         realtime.activeEngine = nil
+        realtime.fadingEngine = nil
         newestSlot = nil
     }
 
@@ -236,7 +238,8 @@ public final class ConvolverFilterNode {
 
     private func publishProps() {
         guard let filter,
-              let pod = PropsParam.build(controls, filename: configuration.filename, into: podBuffer) else { return }
+              let pod = PropsParam.build(controls, filename: configuration.filename,
+                                                 crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
         var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
         _ = pw_filter_update_params(filter, nil, &params, 1)
     }
@@ -249,6 +252,10 @@ public final class ConvolverFilterNode {
         if let gain = change.gain { controls.gain = gain }
         if let mix = change.mix { controls.mix = mix }
         if let bypass = change.bypass { controls.bypass = bypass }
+        if let crossfade = change.crossfade {
+            configuration.crossfadeSeconds = crossfade
+            realtime.setCrossfade(seconds: crossfade, equalPower: configuration.crossfadeEqualPower)
+        }
         realtime.setControls(controls)
         configuration.gain = controls.gain
         configuration.mix = controls.mix
@@ -280,6 +287,8 @@ public final class ConvolverFilterNode {
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
             "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
             "convolver.plan": newestSlot?.planDescription ?? "",
+            "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
+            "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
         if let busy {

@@ -13,7 +13,8 @@ public final class ConvolverModuleInstance {
         node.name=<name> node.description=<text> audio.channels=<n> audio.position=[ FL FR ] \
         filename=<path|builtin:NAME> gain=<linear> mix=<0..1> delay=<samples> offset=<samples> \
         length=<samples> resample.quality=<0..14> impulses=[ { input output filename channel gain } ] \
-        workgroup={ threads=<auto|n> rt.prio=<n> } partition={ max=<samples> }
+        workgroup={ threads=<auto|n> rt.prio=<n> } partition={ max=<samples> } \
+        crossfade=<seconds|"50ms"> crossfade.shape=<equal-power|linear>
         """
 
     /// PW_TYPE_INTERFACE_Core (a macro Swift does not import).

@@ -50,6 +50,10 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var workgroupPriority = 0
     /// Largest partition (level block) size, a power of two.
     public var maxPartitionSize = 16384
+    /// Crossfade from the old engine to a new one (new IR or new rate), in seconds; 0 = hard switch.
+    public var crossfadeSeconds = 0.05
+    /// Crossfade curve: equal power (sin/cos, for uncorrelated outputs) or equal gain (linear).
+    public var crossfadeEqualPower = true
     /// `target.object`, for session managers that route the node.
     public var targetObject: String?
     /// `filter` (DSP ports, routed by hand) or `sink` (a virtual sink apps can pick as output).
@@ -72,6 +76,7 @@ public struct NodeConfiguration: Sendable, Equatable {
     public static let gainLimit = 100.0
     public static let sampleCountLimit = 1 << 24
     public static let threadLimit = 32
+    public static let crossfadeLimit = 10.0
 
     /// Reads module arguments (SPA-JSON text). Unknown keys are returned as warnings.
     public static func parse(arguments: String) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
@@ -138,6 +143,14 @@ public struct NodeConfiguration: Sendable, Equatable {
                         configuration.maxPartitionSize = size
                     default: warnings.append("unknown key 'partition.\(subkey)' ignored")
                     }
+                }
+            case "crossfade": configuration.crossfadeSeconds = try duration(value, key, 0...crossfadeLimit)
+            case "crossfade.shape":
+                switch try text(value, key) {
+                case "equal-power": configuration.crossfadeEqualPower = true
+                case "linear", "equal-gain": configuration.crossfadeEqualPower = false
+                case let other:
+                    throw NodeConfigurationError(key: key, message: "'\(other)' is not equal-power or linear")
                 }
             case "target.object": configuration.targetObject = try text(value, key)
             case "mode":
@@ -213,6 +226,19 @@ public struct NodeConfiguration: Sendable, Equatable {
             throw NodeConfigurationError(key: key, message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
         }
         return number
+    }
+
+    /// Seconds as a number (`0.05`) or text with a unit (`"50ms"`, `"0.05s"`).
+    static func duration(_ value: SPAJSONValue, _ key: String, _ range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
+        let text = value.text ?? ""
+        let seconds: Double?
+        if text.hasSuffix("ms") { seconds = Double(text.dropLast(2)).map { $0 / 1000 } }
+        else if text.hasSuffix("s") { seconds = Double(text.dropLast(1)) }
+        else { seconds = Double(text) }
+        guard let seconds, seconds.isFinite, range.contains(seconds) else {
+            throw NodeConfigurationError(key: key, message: "'\(text)' is not a duration in \(range.lowerBound)...\(range.upperBound) s (e.g. 0.05 or \"50ms\")")
+        }
+        return seconds
     }
 
     static func integer(_ value: SPAJSONValue, _ key: String, _ range: ClosedRange<Int>) throws(NodeConfigurationError) -> Int {

@@ -69,13 +69,15 @@ struct PropsChange {
     var mix: Double?
     var bypass: Bool?
     var filename: String?
+    /// Crossfade time for the next swaps, seconds.
+    var crossfade: Double?
     /// Keys that were present but wrong or unknown, for one warning.
     var rejected: [String] = []
 }
 
 enum PropsParam {
     /// Builds the Props object into `buffer`; returns the pod inside it.
-    static func build(_ controls: LiveControls, filename: String?,
+    static func build(_ controls: LiveControls, filename: String?, crossfadeSeconds: Double,
                       into buffer: UnsafeMutableRawBufferPointer) -> UnsafeMutablePointer<spa_pod>? {
         var builder = spa_pod_builder()
         spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
@@ -90,6 +92,8 @@ enum PropsParam {
         spa_pod_builder_float(&builder, Float(controls.mix))
         spa_pod_builder_string(&builder, "bypass")
         spa_pod_builder_bool(&builder, controls.bypass)
+        spa_pod_builder_string(&builder, "crossfade")
+        spa_pod_builder_float(&builder, Float(crossfadeSeconds))
         if let filename {
             spa_pod_builder_string(&builder, "filename")
             spa_pod_builder_string(&builder, filename)
@@ -126,6 +130,9 @@ enum PropsParam {
                 else { change.rejected.append(key) }
             case "bypass":
                 if let flag = boolean(value) { change.bypass = flag } else { change.rejected.append(key) }
+            case "crossfade":
+                if let number = number(value), (0...NodeConfiguration.crossfadeLimit).contains(number) { change.crossfade = number }
+                else { change.rejected.append(key) }
             case "filename":
                 var text: UnsafePointer<CChar>?
                 if spa_pod_get_string(value, &text) == 0, let text, text.pointee != 0 {

@@ -4,6 +4,7 @@ import CConvolverShims
 import CPipeWire
 import Convolution
 import Foundation
+import Glibc
 import Synchronization
 import Workgroup
 
@@ -15,6 +16,11 @@ import Workgroup
 /// the data thread takes it, but only when `retiredEngine` is empty; the engine it replaces goes
 /// to `retiredEngine`, and the main loop (woken by an event) stops and frees it there. So an
 /// engine is freed only after the data thread has let go of it, and no call sees a half-made one.
+///
+/// Crossfade: the replaced engine is not retired at once. For `crossfadeSeconds` both engines run
+/// side by side (the old one into `fadeBuffers`, allocated here for up to `fadeCapacity` frames)
+/// and the output glides old → new per sample; then the old engine goes to `retiredEngine`.
+/// A new pending engine waits until the fade in progress has finished.
 final class RealtimeProcessor {
     /// Input and output channels (equal unless `output.position` gives a matrix's outputs).
     let inputCount: Int
@@ -32,6 +38,22 @@ final class RealtimeProcessor {
     /// The engine in use. Owned by the data thread while the filter is connected; by the main loop
     /// before the first connect and after the filter is destroyed.
     var activeEngine: UnsafeMutableRawPointer?
+    /// The engine being faded out (data thread only while connected, like `activeEngine`).
+    var fadingEngine: UnsafeMutableRawPointer?
+    /// Frames of the fade done and in total (data thread only).
+    private var fadePosition = 0
+    private var fadeLength = 0
+    /// Fade time and curve; set by the main loop, read by the data thread at the next swap.
+    private let crossfadeSecondsBits: Atomic<UInt64>
+    private let crossfadeEqualPower: Atomic<Bool>
+    /// Largest call the crossfade covers (PipeWire's max quantum); a longer call ends the fade.
+    static let fadeCapacity = 8192
+    /// The old engine's output during a fade: `outputCount` buffers of `fadeCapacity` frames.
+    private let fadeStorage: UnsafeMutablePointer<Float>
+    private let fadeBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// Swaps done and swaps that were crossfaded (main loop reads them for statistics).
+    let swaps = Atomic<Int>(0)
+    let crossfades = Atomic<Int>(0)
 
     /// Control targets as Float bit patterns (Atomic has no Float).
     private let gainBits: Atomic<UInt32>
@@ -62,9 +84,16 @@ final class RealtimeProcessor {
         ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS"] == "1"
     private var testAllocationSink: [Float] = []
 
-    init(inputCount: Int, outputCount: Int, controls: LiveControls) {
+    init(inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
+         crossfadeEqualPower: Bool = true) {
         self.inputCount = inputCount
         self.outputCount = outputCount
+        crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
+        self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
+        fadeStorage = .allocate(capacity: outputCount * Self.fadeCapacity)
+        fadeStorage.initialize(repeating: 0, count: outputCount * Self.fadeCapacity)
+        fadeBuffers = .allocate(capacity: outputCount)
+        for channel in 0..<outputCount { (fadeBuffers + channel).initialize(to: fadeStorage + channel * Self.fadeCapacity) }
         inputPorts = .allocate(capacity: inputCount)
         inputPorts.initialize(repeating: nil, count: inputCount)
         outputPorts = .allocate(capacity: outputCount)
@@ -85,6 +114,14 @@ final class RealtimeProcessor {
         outputPorts.deallocate()
         inputBuffers.deallocate()
         outputBuffers.deallocate()
+        fadeStorage.deallocate()
+        fadeBuffers.deallocate()
+    }
+
+    /// Main loop: the crossfade for the next swaps.
+    func setCrossfade(seconds: Double, equalPower: Bool) {
+        crossfadeSecondsBits.store(seconds.bitPattern, ordering: .relaxed)
+        crossfadeEqualPower.store(equalPower, ordering: .relaxed)
     }
 
     /// Main loop: new control targets; the data thread glides to them.
@@ -110,11 +147,21 @@ final class RealtimeProcessor {
         // Read now: the driver rewrites the shared clock at its next wake-up, even while we run.
         let deadline = position.pointee.clock.next_nsec
 
-        if retiredEngine.load(ordering: .acquiring) == nil,
+        if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil,
            let next = pendingEngine.exchange(nil, ordering: .acquiringAndReleasing) {
+            swaps.add(1, ordering: .relaxed)
             if let previous = activeEngine {
-                retiredEngine.store(previous, ordering: .releasing)
-                wakeMainLoop()
+                let rate = Unmanaged<EngineSlot>.fromOpaque(next)._withUnsafeGuaranteedRef { $0.sampleRate }
+                let seconds = Double(bitPattern: crossfadeSecondsBits.load(ordering: .relaxed))
+                fadeLength = Int(seconds * Double(rate))
+                fadePosition = 0
+                if fadeLength > 0 {
+                    fadingEngine = previous
+                    crossfades.add(1, ordering: .relaxed)
+                } else {
+                    retiredEngine.store(previous, ordering: .releasing)
+                    wakeMainLoop()
+                }
             }
             activeEngine = next
         }
@@ -142,6 +189,10 @@ final class RealtimeProcessor {
                                           sampleRate: Double(max(graphRate, 1)))
                 slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(outputBuffers),
                                     frameCount: frameCount)
+                if fadingEngine != nil {
+                    crossfade(frameCount: frameCount, startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
+                              sampleRate: Double(max(graphRate, 1)))
+                }
                 mixDryWet(frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
@@ -152,6 +203,47 @@ final class RealtimeProcessor {
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
+    }
+
+    /// Runs the fading engine into `fadeBuffers` and mixes it into the new engine's output in
+    /// `outputBuffers`: out = new·gNew + old·gOld per sample, gNew rising 0 → 1 over `fadeLength`
+    /// frames (linear, or sin/cos for equal power). At the end the old engine is retired.
+    /// Real-time safe: no allocation (buffers from init), no locks; one eventfd write at the end.
+    private func crossfade(frameCount: Int, startNanos: UInt64, waitLimitNanos: UInt64, sampleRate: Double) {
+        guard let fading = fadingEngine else { return }
+        if frameCount <= Self.fadeCapacity {
+            // Sound: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
+            Unmanaged<EngineSlot>.fromOpaque(fading)._withUnsafeGuaranteedRef { old in
+                old.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: sampleRate)
+                old.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount)
+            }
+            let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
+            let step = 1 / Float(max(fadeLength, 1))
+            for channel in 0..<outputCount {
+                guard let output = outputBuffers[channel] else { continue }
+                let old = fadeBuffers[channel]!
+                for frame in 0..<frameCount {
+                    let progress = min(Float(fadePosition + frame) * step, 1)
+                    let newGain: Float, oldGain: Float
+                    if equalPower {
+                        newGain = sinf(progress * .pi / 2)
+                        oldGain = cosf(progress * .pi / 2)
+                    } else {
+                        newGain = progress
+                        oldGain = 1 - progress
+                    }
+                    output[frame] = newGain * output[frame] + oldGain * old[frame]
+                }
+            }
+            fadePosition += frameCount
+        } else {
+            fadePosition = fadeLength   // a call longer than the buffers: switch now
+        }
+        if fadePosition >= fadeLength {
+            fadingEngine = nil
+            retiredEngine.store(fading, ordering: .releasing)
+            wakeMainLoop()
+        }
     }
 
     /// Real-time safe: one eventfd write, at most once until the main loop has looked.

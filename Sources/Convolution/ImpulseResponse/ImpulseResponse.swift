@@ -37,6 +37,9 @@ public struct ImpulseResponse: Sendable, Equatable {
     /// 7. `normalize`, then `gain`, 8. check against `maxSeconds`.
     /// A selection longer than 4 × `maxSeconds` is refused before its samples are read, even if
     /// trimming would have made it short enough, so that a huge file cannot exhaust memory.
+    /// File sample rates the loader accepts.
+    public static let sourceRateRange: ClosedRange<Double> = 1_000...1_000_000
+
     public static func load(_ spec: String, sampleRate targetRate: Double,
                             options: ImpulseResponseOptions = .init()) throws(ImpulseResponseError) -> ImpulseResponse {
         guard targetRate.isFinite, targetRate >= 1 else {
@@ -60,6 +63,12 @@ public struct ImpulseResponse: Sendable, Equatable {
             let file: SoundFileReader
             do { file = try SoundFileReader(path: spec) } catch { throw ImpulseResponseError(error) }
             let info = file.info
+            // A header's rate field can say anything; libsoxr crashes (not errs) on ratios like
+            // 2147483647 Hz → 48 kHz (found by the IR loader fuzz), so refuse absurd rates here.
+            guard sourceRateRange.contains(info.sampleRate) else {
+                throw .notAudio(path: spec, reason: "its sample rate \(Int(info.sampleRate)) Hz is outside "
+                                + "\(Int(sourceRateRange.lowerBound))...\(Int(sourceRateRange.upperBound)) Hz")
+            }
             let selection = try select(spec, channelCount: info.channelCount, frameCount: info.frameCount,
                                        sourceRate: info.sampleRate, targetRate: targetRate, options: options)
             do {
