@@ -28,4 +28,18 @@ trap end_leftover_processes EXIT
 # Release: the DSP is tested as it ships (debug Swift is many times slower, and the real-time
 # contract is a property of the optimised code). -enable-testing for the @testable imports.
 swift build -c release -Xswiftc -enable-testing --build-tests
-swift test -c release -Xswiftc -enable-testing --skip-build
+# XCTest only (there are no swift-testing tests), and a plain closing line from its summary.
+log=$(mktemp)
+set +e
+swift test -c release -Xswiftc -enable-testing --skip-build --disable-swift-testing 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+summary=$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -n 1)
+rm -f "$log"
+if [[ $summary =~ Executed\ ([0-9]+)\ tests?,\ with\ ([0-9]+)\ failure ]]; then
+    echo "tests: $((BASH_REMATCH[1] - BASH_REMATCH[2])) passed, ${BASH_REMATCH[2]} failed"
+elif [ "$status" -eq 0 ]; then
+    echo "run-tests: no XCTest summary found" >&2
+    status=1
+fi
+exit "$status"
