@@ -39,7 +39,7 @@ set +e
 swift test "${test_flags[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
-summary=$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -n 1)
+summary=$(grep -E 'Executed [0-9]+ tests?, with ' "$log" | tail -n 1)
 failed_cases=$(grep -oE "Test Case '[A-Za-z0-9_]+\.[A-Za-z0-9_]+' failed" "$log" | cut -d"'" -f2 | sort -u)
 rm -f "$log"
 if [[ ! $summary =~ Executed\ ([0-9]+)\ tests? ]]; then
@@ -47,6 +47,8 @@ if [[ ! $summary =~ Executed\ ([0-9]+)\ tests? ]]; then
     exit 1
 fi
 executed=${BASH_REMATCH[1]}
+skipped=0
+if [[ $summary =~ with\ ([0-9]+)\ tests?\ skipped ]]; then skipped=${BASH_REMATCH[1]}; fi
 failed=$(grep -c . <<<"$failed_cases" || true)
 if [ "$status" -ne 0 ] && [ "$failed" -gt 0 ] && [ "$failed" -le 12 ]; then
     live_suites=$(grep -hoE '^final class [A-Za-z0-9_]+' Tests/ConvolverNodeTests/*.swift | cut -d' ' -f3)
@@ -67,5 +69,5 @@ if [ "$status" -ne 0 ] && [ "$failed" -gt 0 ] && [ "$failed" -le 12 ]; then
 elif [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1  # the runner failed without naming a test case (a crash)
 fi
-echo "tests: $((executed - failed)) passed, $failed failed"
+echo "tests: $((executed - failed - skipped)) passed, $failed failed, $skipped skipped"
 exit "$status"

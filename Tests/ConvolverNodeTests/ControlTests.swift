@@ -63,6 +63,7 @@ final class ControlTests: XCTestCase {
     }
 
     func testPropsChangeOutputAndReadBack() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         let client = try ModuleClient.start(daemon, name: "conv-control",
                                             arguments: "node.name = conv-control filename = \"\(path("ir.wav"))\"")

@@ -59,6 +59,7 @@ final class FaultTests: XCTestCase {
     /// count stops rising. pw-play's and pw-record's normal-priority threads are lifted to
     /// SCHED_FIFO 2 for the test, so the recording measures the node and not starved tools.
     func testStarvedHelpersAreCountedOutputStaysContinuousAndNodeRecovers() throws {
+        try LiveAudio.requireEnabled()
         let impulse = TestSignals.syntheticImpulse(frames: 96000)
         try TestSignals.write(impulse, to: path("ir.wav"))
         let loadSeconds = 4.0, recoverySeconds = 6.0
@@ -192,6 +193,7 @@ final class FaultTests: XCTestCase {
     /// end. Short wrong-sample runs (late cycles at q=64 on this VM) are allowed, at most one per
     /// switch, each at most a quantum plus the IR long; outside them ≤ −90 dB.
     func testQuantumSwitchStormKeepsOutputContinuous() throws {
+        try LiveAudio.requireEnabled()
         let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_STORM_SECONDS"] ?? "") ?? 15
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds + 1), to: path("input.wav"))

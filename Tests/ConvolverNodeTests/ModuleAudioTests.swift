@@ -87,6 +87,7 @@ final class ModuleAudioTests: XCTestCase {
     }
 
     func testSyntheticImpulseResponseMatchesReference() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 2), to: path("input.wav"))
         let client = try startNode("conv-synth", arguments: "filename = \"\(path("ir.wav"))\"")
@@ -97,6 +98,7 @@ final class ModuleAudioTests: XCTestCase {
     }
 
     func testBuiltinHallMatchesReference() throws {
+        try LiveAudio.requireEnabled()
         let hall = try ImpulseResponse.load("builtin:hall", sampleRate: 48000)
         try TestSignals.write(hall.channels, to: path("hall.wav"))
         let hallSeconds = Double(hall.frameCount) / 48000
@@ -112,6 +114,7 @@ final class ModuleAudioTests: XCTestCase {
     /// received (recorded beside it) at one constant lag, ≤ −90 dB over the whole signal, so the
     /// node dropped or repeated no sample.
     func testQuantumChangesKeepOutputContinuous() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 4), to: path("input.wav"))
         try daemon.setQuantum(64)

@@ -97,6 +97,7 @@ final class UserConfigTests: XCTestCase {
     /// `mode = sink`: an Audio/Sink with playback_<POS> inputs; what plays into it arrives
     /// convolved on output_<POS> (recorded downstream) and matches the reference.
     func testSinkModeIsAnAudioSinkAndConvolves() throws {
+        try LiveAudio.requireEnabled()
         let ir = [Self.impulse(frames: 2400, tap: 0, seed: 1), Self.impulse(frames: 2400, tap: 5, seed: 2)]
         try TestSignals.write(ir, to: path("ir.wav"))
         let client = try ModuleClient.start(daemon, name: "sink",
@@ -115,6 +116,7 @@ final class UserConfigTests: XCTestCase {
     // MARK: - Ready-made configs
 
     func testHallSinkConfig() throws {
+        try LiveAudio.requireEnabled()
         let hall = try ImpulseResponse.load("builtin:hall", sampleRate: 48000)
         try TestSignals.write(hall.channels, to: path("hall.wav"))
         let client = try startConfig("swift-convolver-hall-sink.conf", node: "convolver-hall", portCount: 4)
@@ -126,6 +128,7 @@ final class UserConfigTests: XCTestCase {
     }
 
     func testRoomCorrectionConfig() throws {
+        try LiveAudio.requireEnabled()
         let fir = [Self.impulse(frames: 4096, tap: 40, seed: 3), Self.impulse(frames: 4096, tap: 40, seed: 4)]
         try TestSignals.write(fir, to: path("room-correction.wav"))
         let client = try startConfig("swift-convolver-room-correction.conf", node: "convolver-room", portCount: 4)
@@ -137,6 +140,7 @@ final class UserConfigTests: XCTestCase {
     }
 
     func testTrueStereoFourChannelConfig() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write((0..<4).map { Self.impulse(frames: 4800, tap: $0 * 3, seed: 10 + UInt64($0)) },
                               to: path("true-stereo-4ch.wav"))
         let client = try startConfig("swift-convolver-true-stereo.conf", node: "convolver-true-stereo", portCount: 4)
@@ -148,6 +152,7 @@ final class UserConfigTests: XCTestCase {
     }
 
     func testTrueStereoTwoFilesConfig() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write([Self.impulse(frames: 4800, tap: 0, seed: 20), Self.impulse(frames: 4800, tap: 9, seed: 21)],
                               to: path("left.wav"))
         try TestSignals.write([Self.impulse(frames: 4800, tap: 11, seed: 22), Self.impulse(frames: 4800, tap: 2, seed: 23)],
@@ -161,6 +166,7 @@ final class UserConfigTests: XCTestCase {
     }
 
     func testCabinetMonoConfig() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write([Self.impulse(frames: 2400, tap: 0, seed: 30)], to: path("cabinet.wav"))
         let client = try startConfig("swift-convolver-cabinet-mono.conf", node: "convolver-cabinet", portCount: 2)
         defer { client.stop() }
@@ -170,6 +176,7 @@ final class UserConfigTests: XCTestCase {
     }
 
     func testCabinetStereoConfig() throws {
+        try LiveAudio.requireEnabled()
         try TestSignals.write([Self.impulse(frames: 2400, tap: 0, seed: 31)], to: path("cabinet.wav"))
         let client = try startConfig("swift-convolver-cabinet-stereo.conf", node: "convolver-cabinet-stereo", portCount: 4)
         defer { client.stop() }
@@ -181,6 +188,7 @@ final class UserConfigTests: XCTestCase {
     /// 8 inputs → 2 ears through a synthetic 14-channel HRIR in HeSuVi's channel order; the
     /// reference maps the channels independently of the config (filter-chain's hesuvi mapping).
     func testVirtualSurroundHeSuViConfig() throws {
+        try LiveAudio.requireEnabled()
         // Each HRIR channel distinct: its own tap position and noise.
         try TestSignals.write((0..<14).map { Self.impulse(frames: 960, tap: 2 * $0, seed: 40 + UInt64($0)) }, to: path("hrir.wav"))
         let client = try startConfig("swift-convolver-virtual-surround-7.1-hesuvi.conf", node: "convolver-surround", portCount: 10)
