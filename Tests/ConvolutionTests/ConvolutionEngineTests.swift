@@ -110,7 +110,7 @@ final class ConvolutionEngineTests: XCTestCase {
         let callSizes = [1, 8192, 64, 4000, 17, 2048, 8191, 256, 3]
         for expectedBlockSize in [64, 1024] {
             let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: expectedBlockSize))
-            XCTAssertGreaterThan(engine.plan.levels.count, 2, "\(engine.plan)")
+            XCTAssertGreaterThan(engine.plan.levels.count, 1, "a tail level must be exercised: \(engine.plan)")
             assertMatchesDirectConvolution(matrix, engine, inputs: [input], callSizes: callSizes)
         }
     }
