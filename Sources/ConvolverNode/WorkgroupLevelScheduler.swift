@@ -1,5 +1,6 @@
 import Convolution
 import Glibc
+import Synchronization
 import Workgroup
 
 public struct WorkgroupSchedulerConfiguration: Sendable {
@@ -25,6 +26,20 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// loaded or virtual machine, and a short level missing its deadline every so often costs
     /// more (late levels, and the data thread waiting) than running it inline. 0: off.
     public var minimumHelperSlack = 0.0
+    /// Whether the data thread's own share of a call (the head's per-output work) is split across
+    /// split helpers, fork-join style, within the call: `auto` when the engine's estimate of its
+    /// costliest call exceeds `splitThreshold` of the expected call period.
+    public var split: SplitMode = .off
+    /// With `split = .auto`: the fraction of the expected call period above which the share is split.
+    public var splitThreshold = 0.25
+    /// Split helpers (dedicated, one per part after the data thread's own, SCHED_FIFO at
+    /// `realtimePriority`; the level helpers then run one priority lower, so a split part preempts a
+    /// level job). `auto`: online cores − 1. Parts: at most one per output.
+    public var splitThreadCount: ThreadCount = .auto
+    /// When the data thread has finished its own part and a helper has not yet started its part
+    /// (still waking up), the data thread takes that part back and runs it itself instead of
+    /// waiting for the wake-up. Off only in tests that need every part on a helper.
+    public var splitTakeBack = true
     /// Sizes the SCHED_DEADLINE period and `minimumHelperSlack` at setup; cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
@@ -35,11 +50,31 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     public init() {}
 }
 
+/// `split` of `WorkgroupSchedulerConfiguration` (`bench --split`, the module's `workgroup.split`).
+public enum SplitMode: String, Sendable, CaseIterable {
+    case auto, on, off
+
+    /// Parses `auto`, `on` or `off` (also `true`/`false`).
+    public init?(argument: String) {
+        switch argument {
+        case "true": self = .on
+        case "false": self = .off
+        default: self.init(rawValue: argument)
+        }
+    }
+}
+
 /// Runs the engine's level jobs (levels ≥ 1) on a `JobPool` of real-time helper threads in one
 /// `Workgroup`: the engine posts a job when its input block is complete, with the deadline
 /// "start of the current call + dueInSamples", and awaits the result when due. A result that is
 /// not ready by the current call's wait limit (the node deadline minus a safety margin) counts as
 /// a late level and the engine outputs without it; the job still runs, so nothing cascades.
+///
+/// Fork-join split (`configuration.split`): the engine's head work of each call is cut into parts
+/// by output; the data thread posts parts 1... to dedicated split helpers (semaphore out), runs part
+/// 0, and awaits the others (semaphore back) until the same wait limit; a part not back by then is
+/// a late split (the engine outputs without it). A part whose helper still runs a late piece is not
+/// posted again: the engine computes it on the data thread (counted in `busySplitParts`).
 ///
 /// Call `beginCycle` before each `engine.process` from the data thread. Without it (offline
 /// render, tests) every post starts "now" and awaits wait for completion.
@@ -58,6 +93,14 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     // `stop()` joins every helper first.
     private unowned(unsafe) var runner: (any LevelJobRunner)?
 
+    /// The split helpers (nil: no split); queue `p - 1` runs part `p`.
+    private var splitPool: JobPool?
+    private var reportedSplitPool: JobPool?
+    private let splitRunner = SplitPartRunner()
+    private let busySplitParts = Atomic<Int>(0)
+    /// The engine's estimate of its costliest call, ns (for the statistics; nan if not asked).
+    private var splitShareEstimateNanos = Double.nan
+
     // The current cycle; written and read by the data thread only.
     private var cycleStarted = false
     private var cycleStart: UInt64 = 0
@@ -70,7 +113,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         self.threadFactory = threadFactory
     }
 
-    deinit { pool?.stop() }
+    deinit {
+        pool?.stop()
+        splitPool?.stop()
+    }
 
     /// Starts a data-thread cycle: the call began at `startNanos` (CLOCK_MONOTONIC ns, see
     /// `monotonicNanos()`); awaits may wait until `waitLimitNanos` (`.max`: until completion).
@@ -83,7 +129,47 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     }
 
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
+        try prepareLevels(runner: runner, levels: levels, splitting: false)
+    }
+
+    /// Setup with the engine's split offer: decides the part count (see `configuration.split`),
+    /// starts the level helpers, then the split helpers. Returns the part count (1: no split).
+    public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
+        splitShareEstimateNanos = .nan
+        var parts = 1
+        if configuration.split != .off && split.unitCount > 1 {
+            let helpers: Int
+            switch configuration.splitThreadCount {
+            case .fixed(let count): helpers = max(count, 1)
+            case .auto, .perLevel: helpers = ThreadCount.auto.resolved(levelCount: 1)
+            }
+            parts = min(split.unitCount, helpers + 1)
+            if configuration.split == .auto {
+                splitShareEstimateNanos = runner.estimatedSplitShareNanoseconds()
+                let periodNanos = Double(split.expectedCallFrames) * 1e9 / configuration.sampleRate
+                if !(splitShareEstimateNanos > configuration.splitThreshold * periodNanos) { parts = 1 }
+            }
+        }
+        try prepareLevels(runner: runner, levels: levels, splitting: parts > 1)
+        guard parts > 1 else { return 1 }
+        splitRunner.runner = runner
+        var splitConfiguration = JobPoolConfiguration()
+        splitConfiguration.role = "split"
+        splitConfiguration.threadCount = .perLevel  // one dedicated helper per part: no queueing behind another part
+        splitConfiguration.priorityStepPerQueue = 0
+        splitConfiguration.realtimePriority = configuration.realtimePriority
+        splitConfiguration.queueCapacity = 4  // a part is posted only when idle
+        splitConfiguration.warn = configuration.warn
+        splitPool = try JobPool(queueCount: parts - 1, runner: splitRunner, configuration: splitConfiguration,
+                                factory: threadFactory)
+        reportedSplitPool = splitPool
+        busySplitParts.store(0, ordering: .relaxed)
+        return parts
+    }
+
+    private func prepareLevels(runner: any LevelJobRunner, levels: [LevelSchedule], splitting: Bool) throws {
         stop()
+        reportedSplitPool = nil
         self.runner = runner
         self.levels = levels
         let tooSoonForHelpers = levels.prefix {
@@ -94,7 +180,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
         poolConfiguration.threadCount = configuration.threadCount
-        poolConfiguration.realtimePriority = configuration.realtimePriority
+        // Below the split helpers when there are any: a part due within this call preempts a level job.
+        poolConfiguration.realtimePriority = configuration.realtimePriority.map { splitting ? max($0 - 1, 1) : $0 }
         poolConfiguration.warn = configuration.warn
         if configuration.deadlineScheduling, let shortest = pooledLevels.map(\.blockSize).min() {
             poolConfiguration.deadlineScheduling = helperDeadlineScheduling(
@@ -126,14 +213,44 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         return pool.awaitCompletion(queue: level - inlineLevelCount, sequence: block, until: cycleStarted ? waitLimit : .max)
     }
 
-    /// Waits until every posted job has run (offline render end, tests). Not real-time safe.
+    /// Semaphore out for split part `part` (≥ 1): posts it to its helper with the cycle's wait limit
+    /// as deadline; false (counted in `busySplitParts`) when that helper still runs an earlier piece.
+    /// Real-time safe: atomics and one `sem_post`; never blocks.
+    public func postSplitPart(part: Int, sequence: Int) -> Bool {
+        guard let splitPool else { return false }
+        let queue = part - 1
+        if splitPool.pendingJobs(queue: queue) > 0 {
+            busySplitParts.wrappingAdd(1, ordering: .relaxed)
+            return false
+        }
+        let start = cycleStarted ? cycleStart : monotonicNanos()
+        let deadline = cycleStarted && waitLimit != .max ? waitLimit : start &+ 1_000_000_000
+        return splitPool.post(queue: queue, sequence: sequence, start: start, deadline: deadline)
+    }
+
+    /// Semaphore back: if the part's helper has not started it yet (still waking up), the data
+    /// thread takes the part back and runs it itself; else waits for it at most until the cycle's
+    /// wait limit; false counts a late split. Real-time safe: atomics, the engine's part,
+    /// sem_trywait / sem_timedwait.
+    public func awaitSplitPart(part: Int, sequence: Int) -> Bool {
+        guard let splitPool else { return false }
+        if configuration.splitTakeBack && splitPool.runUnclaimedJobOnCallingThread(queue: part - 1) { return true }
+        return splitPool.awaitCompletion(queue: part - 1, sequence: sequence, until: cycleStarted ? waitLimit : .max)
+    }
+
+    /// Waits until every posted job (levels and split parts) has run (offline render end, tests).
+    /// Not real-time safe.
     public func waitUntilIdle() {
         pool?.waitUntilIdle()
+        splitPool?.waitUntilIdle()
     }
 
     public func stop() {
         pool?.stop()
         pool = nil
+        splitPool?.stop()
+        splitPool = nil
+        splitRunner.runner = nil
         runner = nil
     }
 
@@ -145,10 +262,19 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// Statistics so far (of the last pool after `stop()`). Not real-time safe (allocates);
     /// lock-free reads, so any thread, any time.
     public func statistics() -> WorkgroupSchedulerStatistics {
+        let split = reportedSplitPool.map { splitPool in
+            WorkgroupSchedulerStatistics.Split(
+                partCount: splitPool.queueCount + 1, realtime: splitPool.realtimeGranted,
+                jobs: splitPool.workgroup.statistics.snapshot(),
+                lateSplits: (0..<splitPool.queueCount).reduce(0) { $0 + splitPool.lateResults(queue: $1) },
+                busyParts: busySplitParts.load(ordering: .relaxed),
+                takenBackParts: (0..<splitPool.queueCount).reduce(0) { $0 + splitPool.takenBackJobs(queue: $1) })
+        }
         guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
                                                 helpers: IntervalStatistics().snapshot(),
-                                                inlineLevelCount: inlineLevelCount, levels: [])
+                                                inlineLevelCount: inlineLevelCount, levels: [], split: split,
+                                                splitEstimateNanos: splitShareEstimateNanos)
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted, deadlineScheduling: pool.deadlineGranted,
@@ -157,7 +283,19 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             levels: (0..<pool.queueCount).map { queue in
                 .init(blockSize: levels[queue + inlineLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
                       lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
-            })
+            }, split: split, splitEstimateNanos: splitShareEstimateNanos)
+    }
+}
+
+/// The split helpers' job runner: queue `q` is the engine's split part `q + 1`.
+final class SplitPartRunner: JobRunner, @unchecked Sendable {
+    // SAFETY: as the scheduler's runner: set in `prepare`, cleared in `stop()` after the split
+    // helpers were joined, and the engine stops its scheduler before it is freed.
+    unowned(unsafe) var runner: (any LevelJobRunner)?
+
+    /// Split helpers. Real-time safe (the engine's part is).
+    func runJob(queue: Int, sequence: Int) {
+        runner?.runSplitPart(part: queue + 1, sequence: sequence)
     }
 }
 
@@ -181,13 +319,39 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     /// The levels run on the helpers, shortest first (engine level `inlineLevelCount + index + 1`).
     public var levels: [Level]
 
+    /// The fork-join split of the data thread's share (nil: not split).
+    public struct Split: Sendable {
+        /// Parts per call, the data thread's own included.
+        public var partCount: Int
+        public var realtime: Bool
+        /// The split helpers' parts: margins to the wait limit, busy time.
+        public var jobs: IntervalStatisticsSnapshot
+        /// Parts the data thread gave up on at its wait limit (output without them).
+        public var lateSplits: Int
+        /// Parts the data thread computed itself because their helper still ran a late one.
+        public var busyParts: Int
+        /// Parts the data thread took back and ran itself because their helper had not started
+        /// them by the time the data thread finished its own part (helper wake-up latency).
+        public var takenBackParts: Int
+    }
+    public var split: Split?
+    /// With `split = auto`: the engine's estimate of its costliest call, ns (nan: not asked).
+    public var splitEstimateNanos: Double = .nan
+
     /// Late levels: results the data thread gave up on, all levels.
     public var lateLevels: Int { levels.reduce(0) { $0 + $1.lateResults } }
+    public var lateSplits: Int { split?.lateSplits ?? 0 }
 
     public var description: String {
         var lines = ["helpers \(threadCount) (\(deadlineScheduling ? "SCHED_DEADLINE" : realtime ? "SCHED_FIFO" : "normal priority")), "
                      + "late levels \(lateLevels), \(helpers)"
-                     + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")]
+                     + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")
+                     + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")]
+        if let split {
+            lines.append("  split: \(split.partCount) parts (\(split.partCount - 1) helper(s), \(split.realtime ? "SCHED_FIFO" : "normal priority")), "
+                         + "late splits \(split.lateSplits), taken back before their helper started \(split.takenBackParts), "
+                         + "run on the data thread while their helper was busy \(split.busyParts), helper \(split.jobs)")
+        }
         for (index, level) in levels.enumerated() {
             lines.append("  level \(inlineLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
                          + "dropped \(level.droppedJobs), \(level.jobs)")

@@ -9,9 +9,13 @@ public protocol JobRunner: AnyObject {
 }
 
 public struct JobPoolConfiguration: Sendable {
-    /// Thread name prefix; threads are `<prefix>-helper<index>` (≤ 15 bytes). Keep `swconv` so `ps -L`,
+    /// Thread name prefix; threads are `<prefix>-<role><index>` (≤ 15 bytes). Keep `swconv` so `ps -L`,
     /// `top -H` and the tests' allocation counter recognise them.
     public var namePrefix = "swconv"
+    /// What the threads do, for their names: `helper` (level jobs), `split` (fork-join parts).
+    public var role = "helper"
+    /// With `threadCount = .perLevel`: how much lower each next queue's helper's priority is.
+    public var priorityStepPerQueue: Int32 = 1
     public var threadCount: ThreadCount = .auto
     /// SCHED_FIFO priority of the helpers; nil: leave them at normal priority.
     /// Default 87: one below PipeWire's data thread (module-rt's default rt.prio 88).
@@ -86,7 +90,7 @@ public final class JobPool: @unchecked Sendable {
         let started = Semaphore()
         var refusal: Int32 = 0
         for index in 0..<threadCount {
-            let name = String("\(configuration.namePrefix)-helper\(index)".utf8.prefix(15))!
+            let name = String("\(configuration.namePrefix)-\(configuration.role)\(index)".utf8.prefix(15))!
             let deadline = configuration.deadlineScheduling
             let thread = try factory.createThread(name: name) { [self] in
                 nameCurrentThread(name)
@@ -106,13 +110,14 @@ public final class JobPool: @unchecked Sendable {
             && deadlineResults.load(ordering: .relaxed) == threadCount
         if !deadlineGranted, let priority = configuration.realtimePriority {
             for (index, thread) in threads.enumerated() {
-                let result = factory.acquireRealtime(thread, priority: dedicatedHelpers ? max(priority - Int32(index), 1) : priority)
+                let step = configuration.priorityStepPerQueue
+                let result = factory.acquireRealtime(thread, priority: dedicatedHelpers ? max(priority - step * Int32(index), 1) : priority)
                 if result != 0 { refusal = result }
             }
             realtimeGranted = refusal == 0
             if refusal != 0 {
                 configuration.warn("real-time scheduling (SCHED_FIFO priority \(priority)) refused for "
-                    + "helper threads '\(configuration.namePrefix)-helper*': \(String(cString: strerror(refusal))); "
+                    + "helper threads '\(configuration.namePrefix)-\(configuration.role)*': \(String(cString: strerror(refusal))); "
                     + "they run at normal priority, late levels are more likely")
             }
         }
@@ -194,6 +199,29 @@ public final class JobPool: @unchecked Sendable {
         return true
     }
 
+    /// Fork-join "take back": if no helper has claimed `queue` yet, the calling (posting) thread
+    /// claims it and runs its next pending job itself, exactly as a helper would (outside any
+    /// workgroup interval). Returns true when it ran one. A helper woken later finds nothing to do.
+    /// For fork-join within a call: the poster waits for a helper only once that helper has
+    /// actually started, never for its wake-up.
+    ///
+    /// Real-time safe: atomics and the runner (whose jobs are real-time safe).
+    public func runUnclaimedJobOnCallingThread(queue index: Int) -> Bool {
+        let queue = queues[index]
+        guard queue.hasPending, queue.claim() else { return false }
+        defer { queue.release() }
+        let completed = queue.completed.load(ordering: .relaxed)
+        guard completed < queue.posted.load(ordering: .sequentiallyConsistent) else { return false }
+        let slot = completed % queue.capacity
+        runner.runJob(queue: index, sequence: queue.sequences[slot])
+        queue.completed.store(completed + 1, ordering: .releasing)
+        queue.takenBack.wrappingAdd(1, ordering: .relaxed)
+        return true
+    }
+
+    /// Jobs the posting thread ran itself (`runUnclaimedJobOnCallingThread`), per queue.
+    public func takenBackJobs(queue index: Int) -> Int { queues[index].takenBack.load(ordering: .relaxed) }
+
     /// True when job `sequence` of `queue` has completed. Real-time safe, never blocks.
     public func isCompleted(queue index: Int, sequence: Int) -> Bool {
         let queue = queues[index]
@@ -262,6 +290,7 @@ final class JobQueue: @unchecked Sendable {
     let claimed = Atomic<Bool>(false)
     let lateResults = Atomic<Int>(0)
     let droppedJobs = Atomic<Int>(0)
+    let takenBack = Atomic<Int>(0)
     let done = Semaphore()
     /// Wakes this queue's dedicated helper (`ThreadCount.perLevel` only).
     let work = Semaphore()

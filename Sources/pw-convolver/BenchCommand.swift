@@ -1,4 +1,5 @@
 import Convolution
+import ConvolverNode
 import Workgroup
 import Foundation
 
@@ -10,6 +11,7 @@ enum BenchCommand: Command {
     static let usage = """
     Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S]
                               [--threads auto|levels|N] [--channels N] [--inline-levels N] [--deadline 1]
+                              [--split auto|on|off[,...]]
 
     Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
     and prints per case: CPU per second of audio (% of one core), p99 and worst time of one call (µs),
@@ -25,12 +27,16 @@ enum BenchCommand: Command {
       --channels N      channels (one IR each) with --threads (default 2)
       --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
       --deadline 1      try SCHED_DEADLINE for the helpers with --threads
+      --split M         with --threads: split the data thread's own share (the head's per-output
+                        work) across split helpers within each call, fork-join: on, off (default)
+                        or auto (when its estimated cost exceeds 25% of the call period); several
+                        modes, comma-separated, run one after the other against the same inline run
     """
 
     static let sampleRate = 48000.0
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--deadline"])
+        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--deadline", "--split"])
         let json = options.flag("--json")
         let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
         let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
@@ -42,11 +48,18 @@ enum BenchCommand: Command {
         let channels = try options.integer("--channels") ?? 2
         let inlineLevels = try options.integer("--inline-levels", in: 0...16) ?? 0
         let deadline = options.string("--deadline") == "1"
+        let splitModes = try (options.string("--split") ?? "off").split(separator: ",").map { value in
+            guard let mode = SplitMode(argument: String(value)) else {
+                throw UsageError("--split: '\(value)' is not 'auto', 'on' or 'off'")
+            }
+            return mode
+        }
         try options.finish()
         if let threads {
             return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
                                               threads: threads, channels: channels, inlineLevelCount: inlineLevels,
-                                              deadlineScheduling: deadline, json: json, matrix: syntheticStereoMatrix)
+                                              deadlineScheduling: deadline, splitModes: splitModes, json: json,
+                                              matrix: syntheticStereoMatrix)
         }
 
         for length in irSeconds {

@@ -30,12 +30,19 @@ struct PacedRunResult {
     var schedulerReport: String
     /// Helper threads that ran the levels (0: inline).
     var helperThreads: Int
+    /// The split mode asked for (nil: inline run) and what came of it: parts per call (1: not
+    /// split), late split parts, parts the data thread ran itself because their helper was busy.
+    var splitMode: SplitMode? = nil
+    var splitParts = 1
+    var lateSplits = 0
+    var busySplitParts = 0
 
     /// One line of `bench --threads --json`.
     func json(engine: String, irSeconds: Double, channels: Int, threads: Int) -> String {
-        String(format: #"{"engine":"%@","ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"overruns":%d,"helper_margin_p99_us":%@}"#,
-               engine, irSeconds, channels, blockSize, threads, processCPUPercent, dataThreadCPUPercent,
-               callWorstMicroseconds, callP99Microseconds, lateLevels, overruns,
+        String(format: #"{"engine":"%@","ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"split":%@,"split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"busy_split_parts":%d,"overruns":%d,"helper_margin_p99_us":%@}"#,
+               engine, irSeconds, channels, blockSize, threads, splitMode.map { "\"\($0.rawValue)\"" } ?? "null", splitParts,
+               processCPUPercent, dataThreadCPUPercent,
+               callWorstMicroseconds, callP99Microseconds, lateLevels, lateSplits, busySplitParts, overruns,
                helperMarginP99Microseconds.map { String(format: "%.0f", $0) } ?? "null")
     }
 }
@@ -79,7 +86,7 @@ enum RealtimePacer {
         let times = UnsafeBufferPointer(start: loop.callTimes, count: calls).sorted()
         let audioNanos = Double(calls * blockSize) / sampleRate * 1e9
         let statistics = scheduler?.statistics()
-        return PacedRunResult(
+        var result = PacedRunResult(
             calls: calls, blockSize: blockSize, audioSeconds: audioNanos / 1e9,
             callWorstMicroseconds: Double(times[calls - 1]) / 1000,
             callP99Microseconds: Double(times[min(calls - 1, calls * 99 / 100)]) / 1000,
@@ -93,50 +100,62 @@ enum RealtimePacer {
             pacerRealtime: pacerRealtime,
             schedulerReport: statistics?.description ?? "inline",
             helperThreads: statistics?.threadCount ?? 0)
+        if let scheduler {
+            result.splitMode = scheduler.configuration.split
+            result.splitParts = engine.splitPartCount
+            result.lateSplits = statistics?.lateSplits ?? 0
+            result.busySplitParts = statistics?.split?.busyParts ?? 0
+        }
+        return result
     }
 
-    /// The same case paced twice in one run: inline (every level on the pacing thread), then on a
-    /// workgroup of `threads` helpers. What `bench --threads` prints for each case.
-    static func compare(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
-                        seconds: Double, sampleRate: Double, threads: ThreadCount,
-                        deadlineScheduling: Bool = false, inlineLevelCount: Int = 0) throws -> (inline: PacedRunResult, workgroup: PacedRunResult) {
-        let inlineEngine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
-        let inline = runPaced(engine: inlineEngine, scheduler: nil, blockSize: blockSize, seconds: seconds,
-                              sampleRate: sampleRate)
+    /// One case paced on a workgroup of `threads` helpers with the data thread's share split as
+    /// `split` says.
+    static func runWorkgroup(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
+                             seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
+                             deadlineScheduling: Bool = false, inlineLevelCount: Int = 0) throws -> PacedRunResult {
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
         schedulerConfiguration.deadlineScheduling = deadlineScheduling
         schedulerConfiguration.inlineLevelCount = inlineLevelCount
         schedulerConfiguration.minimumHelperSlack = 0.010  // as the node
+        schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         defer { engine.stop() }
-        let workgroup = runPaced(engine: engine, scheduler: scheduler, blockSize: blockSize, seconds: seconds,
-                                 sampleRate: sampleRate)
-        return (inline, workgroup)
+        return runPaced(engine: engine, scheduler: scheduler, blockSize: blockSize, seconds: seconds,
+                        sampleRate: sampleRate)
     }
 
-    /// `bench --threads`: every case paced inline and on the workgroup, one result line and the
-    /// scheduler's per-level report each. `matrix(irSeconds, channels)` builds the case's IRs.
+    /// `bench --threads`: every case paced inline, then on the workgroup once per split mode, in
+    /// one run; one result line (against the same inline run) and the scheduler's report each.
+    /// `matrix(irSeconds, channels)` builds the case's IRs.
     static func runBench(irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
                          threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0,
-                         deadlineScheduling: Bool = false, json: Bool = false,
+                         deadlineScheduling: Bool = false, splitModes: [SplitMode] = [.off], json: Bool = false,
                          matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix) throws {
         for length in irSeconds {
             let caseMatrix = matrix(length, channels)
             for block in blocks {
-                let result = try compare(matrix: caseMatrix, configuration: .init(expectedBlockSize: block),
-                                         blockSize: block, seconds: seconds, sampleRate: sampleRate, threads: threads,
-                                         deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
-                if json {
-                    print(result.inline.json(engine: "inline", irSeconds: length, channels: channels, threads: 0))
-                    print(result.workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
-                                                threads: result.workgroup.helperThreads))
-                    continue
+                let configuration = EngineConfiguration(expectedBlockSize: block)
+                let inline = runPaced(engine: try ConvolutionEngine(matrix: caseMatrix, configuration: configuration),
+                                      scheduler: nil, blockSize: block, seconds: seconds, sampleRate: sampleRate)
+                if json { print(inline.json(engine: "inline", irSeconds: length, channels: channels, threads: 0)) }
+                for split in splitModes {
+                    let workgroup = try runWorkgroup(matrix: caseMatrix, configuration: configuration, blockSize: block,
+                                                     seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
+                                                     deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
+                    if json {
+                        print(workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
+                                             threads: workgroup.helperThreads))
+                        continue
+                    }
+                    print(format((inline, workgroup), label: String(format: "IR %4.1f s x%d, block %5d, split %@ (%d part%@)",
+                                                                    length, channels, block, split.rawValue,
+                                                                    workgroup.splitParts, workgroup.splitParts == 1 ? "" : "s")))
+                    print("    " + workgroup.schedulerReport.replacingOccurrences(of: "\n", with: "\n    "))
                 }
-                print(format(result, label: String(format: "IR %4.1f s x%d, block %5d", length, channels, block)))
-                print("    " + result.workgroup.schedulerReport.replacingOccurrences(of: "\n", with: "\n    "))
             }
         }
     }
@@ -147,11 +166,11 @@ enum RealtimePacer {
         func micros(_ value: Double?) -> String { value.map { String(format: "%.0f µs", $0) } ?? "-" }
         return String(format: "%@ paced: inline call max %8.1f µs p99 %7.1f µs cpu %5.2f%% overruns %d | "
                       + "workgroup call max %7.1f µs p99 %6.1f µs cpu %5.2f%% (data thread %5.2f%%) overruns %d "
-                      + "late levels %d helper margin p99 %@ min %@ | max %.1fx lower, cpu %.2fx",
+                      + "late levels %d late splits %d helper margin p99 %@ min %@ | max %.1fx lower, cpu %.2fx",
                       label, inline.callWorstMicroseconds, inline.callP99Microseconds, inline.processCPUPercent,
                       inline.overruns, workgroup.callWorstMicroseconds, workgroup.callP99Microseconds,
                       workgroup.processCPUPercent, workgroup.dataThreadCPUPercent, workgroup.overruns,
-                      workgroup.lateLevels,
+                      workgroup.lateLevels, workgroup.lateSplits,
                       micros(workgroup.helperMarginP99Microseconds), micros(workgroup.helperMarginMinMicroseconds),
                       inline.callWorstMicroseconds / workgroup.callWorstMicroseconds,
                       workgroup.processCPUPercent / inline.processCPUPercent)

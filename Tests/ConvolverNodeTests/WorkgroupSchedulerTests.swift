@@ -208,28 +208,43 @@ func render(_ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int],
 
 /// The test hook for injected delays: sits between the engine and a `WorkgroupLevelScheduler` and
 /// sleeps before chosen jobs, which then run on the helper exactly as usual.
+/// Split parts are delayed by piece: `splitDelays[piece]` (the engine's call-piece serial, 1 for
+/// the first piece, the low 32 bits of the part's sequence number) -> µs.
 final class DelayInjectingScheduler: LevelJobScheduler, LevelJobRunner, @unchecked Sendable {
     let inner: WorkgroupLevelScheduler
     let delays: [Int: UInt32]  // (level << 32 | block) -> µs
+    let splitDelays: [Int: UInt32]
     private unowned(unsafe) var engine: (any LevelJobRunner)?
 
-    init(_ inner: WorkgroupLevelScheduler, delays: [Int: UInt32]) {
+    init(_ inner: WorkgroupLevelScheduler, delays: [Int: UInt32], splitDelays: [Int: UInt32] = [:]) {
         self.inner = inner
         self.delays = delays
+        self.splitDelays = splitDelays
     }
 
     func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
         engine = runner
         try inner.prepare(runner: self, levels: levels)
     }
+    func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
+        engine = runner
+        return try inner.prepare(runner: self, levels: levels, split: split)
+    }
     func post(level: Int, block: Int, dueInSamples: Int) { inner.post(level: level, block: block, dueInSamples: dueInSamples) }
     func awaitResult(level: Int, block: Int) -> Bool { inner.awaitResult(level: level, block: block) }
+    func postSplitPart(part: Int, sequence: Int) -> Bool { inner.postSplitPart(part: part, sequence: sequence) }
+    func awaitSplitPart(part: Int, sequence: Int) -> Bool { inner.awaitSplitPart(part: part, sequence: sequence) }
     func stop() { inner.stop() }
 
     func runLevelJob(level: Int, block: Int) {
         if let delay = delays[level << 32 | block] { usleep(delay) }
         engine?.runLevelJob(level: level, block: block)
     }
+    func runSplitPart(part: Int, sequence: Int) {
+        if let delay = splitDelays[sequence & 0xFFFF_FFFF] { usleep(delay) }
+        engine?.runSplitPart(part: part, sequence: sequence)
+    }
+    func estimatedSplitShareNanoseconds() -> Double { engine?.estimatedSplitShareNanoseconds() ?? .nan }
 }
 
 func unpacedConfiguration(threads: Int) -> WorkgroupSchedulerConfiguration {
@@ -380,5 +395,218 @@ final class WorkgroupEngineTests: XCTestCase {
         XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks on data or helper threads")
         XCTAssertEqual(scheduler.statistics().lateLevels, 0)
         XCTAssertGreaterThan(scheduler.statistics().helpers.intervals, 6000 / 2)
+    }
+}
+
+// MARK: - Fork-join split of the data thread's share
+
+func splitConfiguration(splitThreads: Int, takeBack: Bool) -> WorkgroupSchedulerConfiguration {
+    var configuration = unpacedConfiguration(threads: 1)
+    configuration.split = .on
+    configuration.splitThreadCount = .fixed(splitThreads)
+    configuration.splitTakeBack = takeBack
+    return configuration
+}
+
+/// First sample index where two signals differ in bits, or nil.
+func firstBitDifference(_ actual: [Float], _ expected: [Float], outside excluded: [Range<Int>] = []) -> Int? {
+    actual.indices.first { n in
+        actual[n].bitPattern != expected[n].bitPattern && !excluded.contains { $0.contains(n) }
+    }
+}
+
+final class WorkgroupSplitTests: XCTestCase {
+    /// Split on: every output of the head is computed by the same code in the same summation order,
+    /// only by another thread (a split helper, or the data thread taking a part back), so the output
+    /// equals the inline, unsplit engine's bit for bit.
+    func testSplitOutputEqualsUnsplitInlineOutputBitExact() throws {
+        var generator = SeededGenerator(seed: 31)
+        let callSizeChoices = [1, 5, 32, 64, 100, 128, 256, 333, 512, 1024, 2000]
+        for trial in 0..<6 {
+            let inputCount = Int.random(in: 1...4, using: &generator)
+            let outputCount = Int.random(in: 2...6, using: &generator)
+            var entries: [ConvolutionMatrix.Entry] = []
+            for output in 0..<outputCount {
+                for input in 0..<inputCount where trial % 2 == 1 || input == output % inputCount {
+                    entries.append(.init(input: input, output: output,
+                                         impulse: noise(Int.random(in: 300...30000, using: &generator), using: &generator)))
+                }
+            }
+            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
+            let impulseLength = entries.map(\.impulse.count).max()!
+            let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
+                : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
+            let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
+            let inputs = (0..<inputCount).map { _ in noise(impulseLength + 12000, using: &generator) }
+            let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: callSizes)
+
+            let splitThreads = 1 + trial % 3
+            for takeBack in [false, true] {
+                let scheduler = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: splitThreads, takeBack: takeBack))
+                let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+                XCTAssertEqual(engine.splitPartCount, min(outputCount, splitThreads + 1))
+                let actual = render(engine, inputs, callSizes: callSizes)
+                engine.stop()
+                let statistics = scheduler.statistics()
+                let split = try XCTUnwrap(statistics.split)
+                let context = "trial \(trial) (\(inputCount)x\(outputCount), \(entries.count) entries, plan \(engine.plan), "
+                    + "calls \(callSizes), take-back \(takeBack))"
+                XCTAssertEqual(split.partCount, engine.splitPartCount, context)
+                XCTAssertEqual(split.lateSplits, 0, context)
+                XCTAssertEqual(split.busyParts, 0, context)
+                XCTAssertEqual(statistics.lateLevels, 0, context)
+                if !takeBack {
+                    XCTAssertGreaterThan(split.jobs.intervals, 0, "no part ran on a split helper: \(context)")
+                    XCTAssertEqual(split.takenBackParts, 0, context)
+                }
+                for output in 0..<outputCount {
+                    let mismatch = firstBitDifference(actual[output], expected[output])
+                    XCTAssertNil(mismatch, "\(context), output \(output): first difference at \(mismatch ?? -1)")
+                }
+            }
+        }
+    }
+
+    /// 2×2 diagonal, head block 32, calls of 64 (two pieces, each completing a head block), two
+    /// parts: output 0 on the data thread, output 1 on the split helper. Piece k covers samples
+    /// (k − 1)·32 ..< k·32.
+    private func lateSplitCase(seed: UInt64) -> (matrix: ConvolutionMatrix, configuration: EngineConfiguration, input: [[Float]]) {
+        var generator = SeededGenerator(seed: seed)
+        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
+            .init(input: 0, output: 0, impulse: noise(6000, using: &generator)),
+            .init(input: 1, output: 1, impulse: noise(6000, using: &generator))])
+        return (matrix, manyLevelConfiguration(impulseLength: 6000), [noise(20000, using: &generator), noise(20000, using: &generator)])
+    }
+
+    /// Parts delayed past the wait limit are counted late exactly; the data thread's wait is bounded
+    /// by the limit (generous slack, no speed figure); the output stays finite and differs from the
+    /// unsplit output only in the late parts' outputs, over the late piece and the next head block
+    /// (whose overlap the late piece would have given).
+    func testLateSplitPartsAreCountedAndOnlyTheirSamplesAreMissing() throws {
+        let (matrix, configuration, inputs) = lateSplitCase(seed: 32)
+        let delayedPieces = [8, 40]  // second pieces of calls 3 and 19: the next call starts with the part idle again
+        let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false))
+        let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: Dictionary(
+            uniqueKeysWithValues: delayedPieces.map { ($0, UInt32(200_000)) }))
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+        XCTAssertEqual(engine.splitPartCount, 2)
+        let waitNanos: UInt64 = 30_000_000
+        var lateSplits = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
+        let actual = render(engine, inputs, callSizes: [64], beforeCall: { _ in
+            callStart = monotonicNanos()
+            inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
+        }, afterCall: { _ in
+            longestCallNanos = max(longestCallNanos, monotonicNanos() - callStart)
+            let late = inner.statistics().lateSplits
+            if late > lateSplits {
+                lateSplits = late
+                inner.waitUntilIdle()  // the test lets the delayed part finish: one late split per delay
+            }
+        })
+        engine.stop()
+        let statistics = inner.statistics()
+        let split = try XCTUnwrap(statistics.split)
+        XCTAssertEqual(split.lateSplits, delayedPieces.count, "\(statistics)")
+        XCTAssertEqual(split.busyParts, 0)
+        XCTAssertEqual(statistics.lateLevels, 0)
+        XCTAssertLessThan(longestCallNanos, waitNanos + 120_000_000, "the data thread waited for a 200 ms part")
+
+        let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: [64])
+        XCTAssertTrue(actual.allSatisfy { $0.allSatisfy(\.isFinite) })
+        XCTAssertNil(firstBitDifference(actual[0], expected[0]), "output 0 runs on the data thread: never late")
+        let missing = delayedPieces.map { ($0 - 1) * 32 ..< ($0 + 1) * 32 }
+        let outside = firstBitDifference(actual[1], expected[1], outside: missing)
+        XCTAssertNil(outside, "output 1 differs outside the late pieces \(missing) at \(outside ?? -1)")
+        for range in missing {
+            XCTAssertTrue(range.contains { actual[1][$0] != expected[1][$0] }, "the late piece \(range) was not left out")
+        }
+    }
+
+    /// A part still running late when the next piece comes is not posted again: the data thread
+    /// computes those outputs itself (same bits), so only the late piece is missing, nothing
+    /// cascades, and the late part's completion later is harmless.
+    func testPartWhoseHelperIsStillBusyRunsOnTheDataThreadWithoutCascading() throws {
+        let (matrix, configuration, inputs) = lateSplitCase(seed: 33)
+        let delayedPiece = 9  // first piece of call 4: piece 10 finds the helper busy
+        let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false))
+        let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: [delayedPiece: 40_000])
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+        var pacedCalls = 0
+        let actual = render(engine, inputs, callSizes: [64], beforeCall: { _ in
+            let start = monotonicNanos()
+            inner.beginCycle(startNanos: start, waitLimitNanos: start + 5_000_000, sampleRate: 48000)
+        }, afterCall: { call in
+            // After the late piece, pace 1 ms per call for a while, so the helper comes back mid-render.
+            if call >= 4 && pacedCalls < 100 { pacedCalls += 1; usleep(1000) }
+        })
+        engine.stop()
+        let statistics = inner.statistics()
+        let split = try XCTUnwrap(statistics.split)
+        XCTAssertEqual(split.lateSplits, 1, "\(statistics)")
+        XCTAssertGreaterThanOrEqual(split.busyParts, 1, "the piece after the late one should find the helper busy")
+        let pieces = 2 * (20000 / 64)
+        XCTAssertLessThan(split.busyParts, pieces / 2, "the helper never came back: \(statistics)")
+        XCTAssertEqual(statistics.lateLevels, 0)
+
+        let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: [64])
+        XCTAssertTrue(actual.allSatisfy { $0.allSatisfy(\.isFinite) })
+        XCTAssertNil(firstBitDifference(actual[0], expected[0]))
+        let missing = (delayedPiece - 1) * 32 ..< (delayedPiece + 1) * 32
+        let outside = firstBitDifference(actual[1], expected[1], outside: [missing])
+        XCTAssertNil(outside, "output 1 differs outside the late piece \(missing) at \(outside ?? -1)")
+        XCTAssertTrue(missing.contains { actual[1][$0] != expected[1][$0] }, "the late piece was not left out")
+    }
+
+    /// The real-time contract on the split path: data thread (posting, its own part, taking parts
+    /// back, waiting, mixing) and split helpers allocate nothing and lock nothing after warm-up.
+    func testNoAllocationsOrLocksOnTheSplitPath() throws {
+        var generator = SeededGenerator(seed: 34)
+        let matrix = ConvolutionMatrix(inputCount: 4, outputCount: 4, entries: (0..<4).map {
+            .init(input: $0, output: $0, impulse: noise(20000, using: &generator))
+        })
+        let frames = 64
+        let buffers = (0..<8).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
+        defer { buffers.forEach { $0.deallocate() } }
+        for buffer in buffers { for n in 0..<frames { buffer[n] = Float.random(in: -1...1, using: &generator) } }
+        let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 4)
+        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 4)
+        defer { inputs.deallocate(); outputs.deallocate() }
+        for channel in 0..<4 {
+            inputs[channel] = UnsafePointer(buffers[channel])
+            outputs[channel] = buffers[4 + channel]
+        }
+        for takeBack in [true, false] {
+            let scheduler = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 2, takeBack: takeBack))
+            let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
+                                               scheduler: scheduler)
+            defer { engine.stop() }
+            XCTAssertEqual(engine.splitPartCount, 3)
+            func cycle() {
+                let start = monotonicNanos()
+                scheduler.beginCycle(startNanos: start, waitLimitNanos: start + 1_000_000_000, sampleRate: 48000)
+                engine.process(inputs: inputs, outputs: outputs, frameCount: frames)
+            }
+            for _ in 0..<2000 { cycle() }  // warm-up
+            allocation_counter_watch_current_thread(1)
+            allocation_counter_reset()
+            allocation_counter_arm(1)
+            for _ in 0..<2000 { cycle() }
+            allocation_counter_arm(0)
+            XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations on the data thread (take-back \(takeBack))")
+            XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks on the data thread (take-back \(takeBack))")
+            allocation_counter_watch_threads_named("swconv")  // level helpers and split helpers (swconv-split*)
+            allocation_counter_reset()
+            allocation_counter_arm(1)
+            for _ in 0..<2000 { cycle() }
+            allocation_counter_arm(0)
+            allocation_counter_watch_current_thread(0)
+            XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations on data or helper threads (take-back \(takeBack))")
+            XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks on data or helper threads (take-back \(takeBack))")
+            let statistics = scheduler.statistics()
+            let split = try XCTUnwrap(statistics.split)
+            XCTAssertEqual(statistics.lateLevels + split.lateSplits, 0)
+            if !takeBack { XCTAssertGreaterThan(split.jobs.intervals, 2 * 6000 / 2, "parts did not run on the split helpers") }
+            XCTAssertTrue(try threadNames().contains("swconv-split0"))
+        }
     }
 }

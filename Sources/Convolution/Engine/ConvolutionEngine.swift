@@ -43,10 +43,15 @@ public final class ConvolutionEngine: LevelJobRunner {
         head = HeadLevel(plan.head, impulses: impulses, routing: routing)
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
-        try scheduler.prepare(runner: self, levels: tails.map {
+        let partCount = try scheduler.prepare(runner: self, levels: tails.map {
             LevelSchedule(blockSize: $0.blockSize, dueAfterSamples: $0.offset - $0.blockSize)
-        })
+        }, split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
+        head.configureSplit(partCount: partCount, routing: routing)
     }
+
+    /// Into how many parts the head's per-output work is split on each call (1: not split; part 0
+    /// runs on the data thread, the others on the scheduler's helpers).
+    public var splitPartCount: Int { head.partCount }
 
     deinit { scheduler.stop() }
 
@@ -69,7 +74,7 @@ public final class ConvolutionEngine: LevelJobRunner {
                 history.write(channel: channel, from: inputs[channel].map { $0 + done }, count: length, at: position)
             }
             head.process(inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
-                         count: length, routing: routing)
+                         count: length, routing: routing, scheduler: scheduler)
             // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
             for index in tails.indices {
                 let level = tails[index]
@@ -90,6 +95,19 @@ public final class ConvolutionEngine: LevelJobRunner {
     public func runLevelJob(level: Int, block: Int) {
         DenormalFlush.enableOnCurrentThread()
         tails[level].run(block: block, history: history, routing: routing)
+    }
+
+    /// Runs part `part` of the head's per-output work for call piece `sequence` (fork-join split).
+    /// Real-time safe.
+    public func runSplitPart(part: Int, sequence: Int) {
+        DenormalFlush.enableOnCurrentThread()
+        head.runPart(part, sequence: sequence, routing: routing)
+    }
+
+    /// The head's cost on a call that starts a head block (the costliest call of the data thread's
+    /// own share), from the planner's measured machine costs. Setup only.
+    public func estimatedSplitShareNanoseconds() -> Double {
+        head.estimatedBlockStartNanoseconds(costs: .measured, routing: routing)
     }
 
     /// Clears all history: the engine continues as if just created. Real-time safe, but only
@@ -228,14 +246,49 @@ private func segmentSpectra(_ level: PartitionPlan.Level, impulses: [[Float]], f
     return spectra
 }
 
+/// Adds Σ over `segments`, Σ over the entries e of `output`: X[input(e), slot] · H[e, segment],
+/// where `slot` is the delay-line slot of the block `segment` blocks before the one in `newestSlot`.
+/// The multiply-add loop of every level (head and tails), in one fixed order, so that whichever
+/// thread runs it, the sum is the same to the bit. Real-time safe.
+@inline(__always)
+func accumulateDelayLine(accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
+                         output: Int, segments: Range<Int>, newestSlot: Int, segmentCount: Int,
+                         delayLine: SplitSpectra, filters: SplitSpectra, routing: Routing) {
+    let bins = delayLine.paddedBinCount
+    for segment in segments {
+        // Slots of blocks before the start were never written: they hold zeros.
+        let slot = (newestSlot - segment + segmentCount) % segmentCount
+        for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
+            let x = routing.entryInput[entry] * segmentCount + slot
+            let h = entry * segmentCount + segment
+            SpectrumKernels.multiplyAdd(
+                accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
+                xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
+                hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
+        }
+    }
+}
+
 /// Level 0: uniformly partitioned overlap-add with the partial-block trick.
+///
+/// Fork-join split (`configureSplit` with more than one part): after the data thread's forward
+/// FFTs of the inputs, the per-output work (multiply-adds and inverse FFT) is cut into parts by
+/// output. Part 0 runs on the data thread, parts 1... on helpers (`LevelJobScheduler.postSplitPart`);
+/// each part writes only its own outputs' scratch (`outputTimes`, `olderBlocksSum`, `olderSumBlock`)
+/// and its own accumulator. The data thread mixes an output into the call's output and updates its
+/// overlap only after the part completed in time; a late part's outputs get the overlap only, and
+/// its later completion touches nothing the data thread reads, because the part is not posted
+/// again (the data thread computes those outputs itself, in its own scratch) until it completed.
 final class HeadLevel {
     let blockSize: Int
     let segmentCount: Int
+    let outputCount: Int
     /// Samples of the current block received so far.
     private(set) var fill = 0
-    /// Delay-line slot of the current block.
+    /// Delay-line slot of the current block (always `blockSerial % segmentCount`).
     private var current = 0
+    /// Blocks completed since the start: names a block for the split parts' older-blocks sums.
+    private var blockSerial = 0
     private let fft: RealFFT
     private let filters: SplitSpectra
     /// Input i's block spectra: slot s is spectrum `i * segmentCount + s`.
@@ -249,9 +302,26 @@ final class HeadLevel {
     /// Per output: the second half of the last full block's inverse FFT, added to the next block.
     private let overlap: AlignedFloats
 
+    // Split state (allocated in `configureSplit`, off the real-time thread).
+    private(set) var partCount = 1
+    /// Part p computes outputs `partStart[p] ..< partStart[p + 1]`.
+    private var partStart: UnsafeMutablePointer<Int>
+    /// Per part: its multiply-add accumulator (parts run concurrently).
+    private var partAccumulators: SplitSpectra
+    /// Per output: the inverse FFT of this call's spectrum (2 × blockSize), written by its part.
+    private var outputTimes: AlignedFloats
+    /// Per output: the `blockSerial` whose older-blocks sum `olderBlocksSum` holds (-1: none).
+    /// Written only by whoever runs the output's part.
+    private var olderSumBlock: UnsafeMutablePointer<Int>
+    /// Per part, this piece: 0 ran on the data thread or completed in time, 1 late, 2 not posted.
+    private var partOutcome: UnsafeMutablePointer<UInt8>
+    /// Call pieces since the start, for the split parts' sequence numbers.
+    private var pieceSerial = 0
+
     init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
         blockSize = level.blockSize
         segmentCount = level.segmentCount
+        outputCount = routing.outputCount
         fft = RealFFT.ofSize(2 * blockSize)
         filters = segmentSpectra(level, impulses: impulses, fft: fft)
         delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
@@ -260,15 +330,53 @@ final class HeadLevel {
         blockBuffers = AlignedFloats(count: routing.inputCount * 2 * blockSize)
         timeBuffer = AlignedFloats(count: 2 * blockSize)
         overlap = AlignedFloats(count: routing.outputCount * blockSize)
+        partStart = .allocate(capacity: 2)
+        partStart[0] = 0
+        partStart[1] = routing.outputCount
+        partAccumulators = SplitSpectra(count: 1, binCount: 1)
+        outputTimes = AlignedFloats(count: 1)
+        olderSumBlock = .allocate(capacity: max(routing.outputCount, 1))
+        olderSumBlock.initialize(repeating: -1, count: max(routing.outputCount, 1))
+        partOutcome = .allocate(capacity: 1)
+        partOutcome.initialize(to: 0)
+    }
+
+    deinit {
+        partStart.deallocate()
+        olderSumBlock.deallocate()
+        partOutcome.deallocate()
+    }
+
+    /// Cuts the per-output work into `partCount` parts (at most one per output) of about equal
+    /// numbers of matrix entries. Setup only, before the first `process`.
+    func configureSplit(partCount requested: Int, routing: Routing) {
+        let parts = min(max(requested, 1), max(outputCount, 1))
+        partCount = parts
+        partStart.deallocate()
+        partStart = .allocate(capacity: parts + 1)
+        partStart[0] = 0
+        for part in 1..<max(parts, 1) {
+            // The first output whose entries start at or after this part's share of all entries,
+            // leaving at least one output for every part on either side.
+            let target = part * routing.entryCount / parts
+            var output = partStart[part - 1] + 1
+            while output < outputCount - (parts - part) && routing.firstEntry[output] < target { output += 1 }
+            partStart[part] = output
+        }
+        partStart[parts] = outputCount
+        partAccumulators = SplitSpectra(count: parts, binCount: fft.binCount)
+        outputTimes = AlignedFloats(count: parts > 1 ? outputCount * 2 * blockSize : 1)
+        partOutcome.deallocate()
+        partOutcome = .allocate(capacity: parts)
+        partOutcome.initialize(repeating: 0, count: parts)
     }
 
     /// Writes (not adds) the head's output for `count` samples that do not cross a block boundary.
-    /// Real-time safe.
+    /// Real-time safe; with a split, waits for the parts at most until the scheduler's limit.
     func process(inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
                  outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
-                 count: Int, routing: Routing) {
+                 count: Int, routing: Routing, scheduler: any LevelJobScheduler) {
         let start = fill
-        let bins = delayLine.paddedBinCount
         for input in 0..<routing.inputCount {
             let block = blockBuffers.pointer + input * 2 * blockSize
             if let source = inputs[input] { (block + start).update(from: source + inputOffset, count: count) }
@@ -276,62 +384,166 @@ final class HeadLevel {
             let slot = input * segmentCount + current
             fft.forward(block, real: delayLine.real(slot), imaginary: delayLine.imaginary(slot))
         }
-        if start == 0 {  // a new block: sum the older blocks' contributions once
-            for output in 0..<routing.outputCount {
-                let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
-                sumReal.update(repeating: 0, count: bins)
-                sumImaginary.update(repeating: 0, count: bins)
-                for segment in 1..<max(1, segmentCount) {
-                    let slotOffset = (current - segment + segmentCount) % segmentCount
-                    for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
-                        let x = routing.entryInput[entry] * segmentCount + slotOffset
-                        let h = entry * segmentCount + segment
-                        SpectrumKernels.multiplyAdd(
-                            accumulatorReal: sumReal, accumulatorImaginary: sumImaginary,
-                            xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
-                            hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
-                    }
-                }
-            }
-        }
         let completesBlock = start + count == blockSize
-        for output in 0..<routing.outputCount {
-            let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
-            accReal.update(from: olderBlocksSum.real(output), count: bins)
-            accImaginary.update(from: olderBlocksSum.imaginary(output), count: bins)
-            for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
-                let x = routing.entryInput[entry] * segmentCount + current
-                let h = entry * segmentCount
-                SpectrumKernels.multiplyAdd(
-                    accumulatorReal: accReal, accumulatorImaginary: accImaginary,
-                    xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
-                    hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
-            }
-            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
-            let tail = overlap.pointer + output * blockSize
-            if let destination = outputs[output] {
-                for n in 0..<count {
-                    destination[outputOffset + n] = timeBuffer.pointer[start + n] + tail[start + n]
-                }
-            }
-            if completesBlock { tail.update(from: timeBuffer.pointer + blockSize, count: blockSize) }
+        if partCount > 1 {
+            processSplit(outputs: outputs, outputOffset: outputOffset, start: start, count: count,
+                         completesBlock: completesBlock, routing: routing, scheduler: scheduler)
+        } else {
+            processUnsplit(outputs: outputs, outputOffset: outputOffset, start: start, count: count,
+                           completesBlock: completesBlock, routing: routing)
         }
         fill += count
         if completesBlock {
             fill = 0
-            current = (current + 1) % segmentCount
+            blockSerial += 1
+            current = blockSerial % segmentCount
             for input in 0..<routing.inputCount {
                 (blockBuffers.pointer + input * 2 * blockSize).update(repeating: 0, count: blockSize)
             }
         }
     }
 
+    /// Every output on the calling (data) thread.
+    private func processUnsplit(outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
+                                start: Int, count: Int, completesBlock: Bool, routing: Routing) {
+        let bins = delayLine.paddedBinCount
+        if start == 0 {  // a new block: sum the older blocks' contributions once
+            for output in 0..<routing.outputCount {
+                let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
+                sumReal.update(repeating: 0, count: bins)
+                sumImaginary.update(repeating: 0, count: bins)
+                accumulateDelayLine(accumulatorReal: sumReal, accumulatorImaginary: sumImaginary, output: output,
+                                    segments: 1..<max(1, segmentCount), newestSlot: current, segmentCount: segmentCount,
+                                    delayLine: delayLine, filters: filters, routing: routing)
+            }
+        }
+        for output in 0..<routing.outputCount {
+            let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
+            accReal.update(from: olderBlocksSum.real(output), count: bins)
+            accImaginary.update(from: olderBlocksSum.imaginary(output), count: bins)
+            accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
+                                segments: 0..<1, newestSlot: current, segmentCount: segmentCount,
+                                delayLine: delayLine, filters: filters, routing: routing)
+            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
+            mix(output: output, time: timeBuffer.pointer, into: outputs, outputOffset: outputOffset,
+                start: start, count: count, completesBlock: completesBlock)
+        }
+    }
+
+    /// Fork-join: semaphore out to parts 1..., part 0 here, semaphore back (bounded), then mix.
+    private func processSplit(outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
+                              start: Int, count: Int, completesBlock: Bool, routing: Routing,
+                              scheduler: any LevelJobScheduler) {
+        pieceSerial += 1
+        // The block serial rides in the sequence number, so a part needs no shared parameters
+        // (which a late part might read after the data thread changed them).
+        let sequence = blockSerial << 32 | (pieceSerial & 0xFFFF_FFFF)
+        for part in 1..<partCount {
+            partOutcome[part] = scheduler.postSplitPart(part: part, sequence: sequence) ? 1 : 2
+        }
+        runPart(0, sequence: sequence, routing: routing)
+        partOutcome[0] = 0
+        for part in 1..<partCount where partOutcome[part] == 1 {
+            if scheduler.awaitSplitPart(part: part, sequence: sequence) { partOutcome[part] = 0 }
+        }
+        for part in 0..<partCount {
+            for output in partStart[part]..<partStart[part + 1] {
+                switch partOutcome[part] {
+                case 0:
+                    mix(output: output, time: outputTimes.pointer + output * 2 * blockSize, into: outputs,
+                        outputOffset: outputOffset, start: start, count: count, completesBlock: completesBlock)
+                case 1:
+                    // Late: output without this block's head for these outputs; the overlap of the
+                    // last block still sounds, and the next block starts without a tail from this one.
+                    let tail = overlap.pointer + output * blockSize
+                    if let destination = outputs[output] {
+                        (destination + outputOffset).update(from: tail + start, count: count)
+                    }
+                    if completesBlock { tail.update(repeating: 0, count: blockSize) }
+                default:
+                    // The part's helper still runs a late piece and owns the part's scratch: the data
+                    // thread computes these outputs in its own (same sums, same order: same bits).
+                    let bins = delayLine.paddedBinCount
+                    let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
+                    accReal.update(repeating: 0, count: bins)
+                    accImaginary.update(repeating: 0, count: bins)
+                    accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
+                                        segments: 1..<max(1, segmentCount), newestSlot: current, segmentCount: segmentCount,
+                                        delayLine: delayLine, filters: filters, routing: routing)
+                    accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
+                                        segments: 0..<1, newestSlot: current, segmentCount: segmentCount,
+                                        delayLine: delayLine, filters: filters, routing: routing)
+                    fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
+                    mix(output: output, time: timeBuffer.pointer, into: outputs, outputOffset: outputOffset,
+                        start: start, count: count, completesBlock: completesBlock)
+                }
+            }
+        }
+    }
+
+    /// One part of the split: for each of its outputs, the older-blocks sum (once per block), this
+    /// call's spectrum and its inverse FFT into `outputTimes`. Touches only the part's own outputs'
+    /// scratch and its own accumulator; reads the delay line and the filters.
+    /// Real-time safe (data thread for part 0, a helper for the others).
+    func runPart(_ part: Int, sequence: Int, routing: Routing) {
+        let block = sequence >> 32
+        let newestSlot = block % segmentCount
+        let bins = delayLine.paddedBinCount
+        let accReal = partAccumulators.real(part), accImaginary = partAccumulators.imaginary(part)
+        for output in partStart[part]..<partStart[part + 1] {
+            let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
+            if olderSumBlock[output] != block {
+                sumReal.update(repeating: 0, count: bins)
+                sumImaginary.update(repeating: 0, count: bins)
+                accumulateDelayLine(accumulatorReal: sumReal, accumulatorImaginary: sumImaginary, output: output,
+                                    segments: 1..<max(1, segmentCount), newestSlot: newestSlot, segmentCount: segmentCount,
+                                    delayLine: delayLine, filters: filters, routing: routing)
+                olderSumBlock[output] = block
+            }
+            accReal.update(from: sumReal, count: bins)
+            accImaginary.update(from: sumImaginary, count: bins)
+            accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
+                                segments: 0..<1, newestSlot: newestSlot, segmentCount: segmentCount,
+                                delayLine: delayLine, filters: filters, routing: routing)
+            fft.inverse(real: accReal, imaginary: accImaginary, output: outputTimes.pointer + output * 2 * blockSize)
+        }
+    }
+
+    /// Output = this block's inverse FFT + the last block's overlap; at the block's end the second
+    /// half becomes the next overlap. Real-time safe.
+    @inline(__always)
+    private func mix(output: Int, time: UnsafeMutablePointer<Float>, into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>,
+                     outputOffset: Int, start: Int, count: Int, completesBlock: Bool) {
+        let tail = overlap.pointer + output * blockSize
+        if let destination = outputs[output] {
+            for n in 0..<count {
+                destination[outputOffset + n] = time[start + n] + tail[start + n]
+            }
+        }
+        if completesBlock { tail.update(from: time + blockSize, count: blockSize) }
+    }
+
+    /// The cost of a call that starts a block: every input's forward FFT, every output's older-
+    /// blocks sum, current-block product and inverse FFT. Setup only.
+    func estimatedBlockStartNanoseconds(costs: MachineCosts, routing: Routing) -> Double {
+        let fftSize = 2 * blockSize
+        let halfPair = costs.fftPair(fftSize) / 2
+        let bins = delayLine.paddedBinCount
+        let workingSetBytes = (routing.inputCount + routing.entryCount) * segmentCount * bins * 2 * MemoryLayout<Float>.size
+        let products = routing.entryCount * segmentCount
+        return Double(routing.inputCount + routing.outputCount) * halfPair
+            + costs.multiplyAdd(bins: products * bins, workingSetBytes: workingSetBytes)
+    }
+
     func reset() {
         fill = 0
         current = 0
+        blockSerial = 0
+        pieceSerial = 0
         delayLine.zero()
         blockBuffers.zero()
         overlap.zero()
+        olderSumBlock.update(repeating: -1, count: max(outputCount, 1))
     }
 }
 
@@ -385,18 +597,9 @@ final class TailLevel {
             let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
             accReal.update(repeating: 0, count: bins)
             accImaginary.update(repeating: 0, count: bins)
-            for segment in 0..<segmentCount {
-                // Slots of blocks before the start were never written: they hold zeros.
-                let older = (slot - segment + segmentCount) % segmentCount
-                for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
-                    let x = routing.entryInput[entry] * segmentCount + older
-                    let h = entry * segmentCount + segment
-                    SpectrumKernels.multiplyAdd(
-                        accumulatorReal: accReal, accumulatorImaginary: accImaginary,
-                        xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
-                        hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
-                }
-            }
+            accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
+                                segments: 0..<segmentCount, newestSlot: slot, segmentCount: segmentCount,
+                                delayLine: delayLine, filters: filters, routing: routing)
             fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
             (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
         }

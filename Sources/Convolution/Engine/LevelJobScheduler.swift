@@ -11,6 +11,34 @@ public protocol LevelJobRunner: AnyObject {
     /// Computes output block `block` of level `level`. Jobs of one level must run in order of
     /// `block`, one at a time; jobs of different levels may run concurrently.
     func runLevelJob(level: Int, block: Int)
+    /// Computes part `part` (≥ 1) of the data thread's own share of the current call (fork-join
+    /// split, see `SplitShare`). Parts of one call may run concurrently with each other and with
+    /// part 0 (which the engine runs itself); one part runs at a time. Real-time safe.
+    func runSplitPart(part: Int, sequence: Int)
+    /// The engine's estimate of its data-thread share on the most expensive call of a head block
+    /// (the call that starts a block), in ns, from the planner's measured machine costs. Slow the
+    /// first time (measures the machine); setup only.
+    func estimatedSplitShareNanoseconds() -> Double
+}
+
+extension LevelJobRunner {
+    public func runSplitPart(part: Int, sequence: Int) {}
+    public func estimatedSplitShareNanoseconds() -> Double { .nan }
+}
+
+/// What the engine offers the scheduler to split, fork-join style, within each call: the head's
+/// per-output work (multiply-adds of the frequency-domain delay line and one inverse FFT per
+/// output), after the data thread did the shared forward FFTs of the inputs.
+public struct SplitShare: Sendable, Equatable {
+    /// Independent units of the share (the head's outputs): at most this many parts.
+    public var unitCount: Int
+    /// The call size the engine was planned for (frames).
+    public var expectedCallFrames: Int
+
+    public init(unitCount: Int, expectedCallFrames: Int) {
+        self.unitCount = unitCount
+        self.expectedCallFrames = expectedCallFrames
+    }
 }
 
 /// Timing of one level, in samples, given to the scheduler at setup.
@@ -39,6 +67,29 @@ public protocol LevelJobScheduler: AnyObject {
     func awaitResult(level: Int, block: Int) -> Bool
     /// Stops running jobs for the current runner (before the engine is freed or rebuilt).
     func stop()
+
+    /// Setup with a split offer: as `prepare(runner:levels:)`, then returns into how many parts
+    /// (1 = no split) the data thread's share is cut on each call. Part 0 always runs on the data
+    /// thread; parts 1... are posted with `postSplitPart`.
+    func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int
+    /// Semaphore out: part `part` of call piece `sequence` (increasing) may run now. Returns false
+    /// when the part cannot be posted (its helper still runs an earlier, late piece): the engine then
+    /// computes it itself. Real-time safe, never blocks.
+    func postSplitPart(part: Int, sequence: Int) -> Bool
+    /// Semaphore back: true when part `part` of piece `sequence` completed; false when it is late
+    /// (the engine outputs without it). Real-time safe; waits at most until the same limit as
+    /// `awaitResult`.
+    func awaitSplitPart(part: Int, sequence: Int) -> Bool
+}
+
+extension LevelJobScheduler {
+    /// Default: no split.
+    public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
+        try prepare(runner: runner, levels: levels)
+        return 1
+    }
+    public func postSplitPart(part: Int, sequence: Int) -> Bool { false }
+    public func awaitSplitPart(part: Int, sequence: Int) -> Bool { false }
 }
 
 /// Runs every job at once, inside `post`, on the calling thread. Offline rendering and the
