@@ -48,6 +48,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var workgroupThreads: ThreadCount = .auto
     /// SCHED_FIFO priority of the helpers; 0 = just below the data thread (module-rt's 88 − 1).
     public var workgroupPriority = 0
+    /// Fork-join split of the data thread's own share (the head's per-output work) across split
+    /// helpers within each call: `auto` (when its estimated cost exceeds half the quantum), `on`, `off`.
+    public var workgroupSplit: SplitMode = .auto
     /// Largest partition (level block) size, a power of two.
     public var maxPartitionSize = 16384
     /// Crossfade from the old engine to a new one (new IR or new rate), in seconds; 0 = hard switch.
@@ -129,6 +132,12 @@ public struct NodeConfiguration: Sendable, Equatable {
                         }
                         configuration.workgroupThreads = count
                     case "rt.prio": configuration.workgroupPriority = try integer(subvalue, "workgroup.rt.prio", 0...99)
+                    case "split":
+                        guard let text = subvalue.text, let mode = SplitMode(argument: text) else {
+                            throw NodeConfigurationError(key: "workgroup.split",
+                                message: "'\(subvalue.text ?? "(not a value)")' is not auto, on or off")
+                        }
+                        configuration.workgroupSplit = mode
                     default: warnings.append("unknown key 'workgroup.\(subkey)' ignored")
                     }
                 }

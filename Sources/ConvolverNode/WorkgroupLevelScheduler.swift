@@ -30,8 +30,11 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// split helpers, fork-join style, within the call: `auto` when the engine's estimate of its
     /// costliest call exceeds `splitThreshold` of the expected call period.
     public var split: SplitMode = .off
-    /// With `split = .auto`: the fraction of the expected call period above which the share is split.
-    public var splitThreshold = 0.25
+    /// With `split = .auto`: the fraction of the expected call period above which the share is
+    /// split. Half: split only when the share alone threatens the call's budget, because on a small
+    /// or virtual machine a helper's wake-up and a memory-bound delay line shared by two cores eat
+    /// most of the gain (measured: see the bench in the README).
+    public var splitThreshold = 0.5
     /// Split helpers (dedicated, one per part after the data thread's own, SCHED_FIFO at
     /// `realtimePriority`; the level helpers then run one priority lower, so a split part preempts a
     /// level job). `auto`: online cores − 1. Parts: at most one per output.

@@ -29,7 +29,7 @@ enum BenchCommand: Command {
       --deadline 1      try SCHED_DEADLINE for the helpers with --threads
       --split M         with --threads: split the data thread's own share (the head's per-output
                         work) across split helpers within each call, fork-join: on, off (default)
-                        or auto (when its estimated cost exceeds 25% of the call period); several
+                        or auto (when its estimated cost exceeds half the call period); several
                         modes, comma-separated, run one after the other against the same inline run
     """
 

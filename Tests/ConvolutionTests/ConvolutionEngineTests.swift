@@ -216,4 +216,81 @@ final class ConvolutionEngineTests: XCTestCase {
         XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations in process()")
         XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks in process()")
     }
+
+    /// The engine's split code path without threads: parts run on the calling thread in the order a
+    /// fork-join would finish them, and chosen pieces find their part "busy" (the data thread then
+    /// computes it itself). Every way must give the unsplit engine's output bit for bit, and match
+    /// direct convolution: the same sums in the same order, only cut by output.
+    func testSplitHeadEqualsUnsplitBitExactAndDirectConvolution() throws {
+        var generator = SeededGenerator(seed: 9)
+        let callSizeChoices = [1, 3, 32, 64, 77, 128, 256, 500, 1024]
+        for trial in 0..<5 {
+            let inputCount = Int.random(in: 1...3, using: &generator)
+            let outputCount = Int.random(in: 2...5, using: &generator)
+            var entries: [ConvolutionMatrix.Entry] = []
+            for output in 0..<outputCount {
+                for input in 0..<inputCount where trial % 2 == 0 || input == output % inputCount {
+                    entries.append(.init(input: input, output: output,
+                                         impulse: [Float].noise(Int.random(in: 100...9000, using: &generator), using: &generator)))
+                }
+            }
+            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
+            let length = entries.map(\.impulse.count).max()!
+            let configuration = trial % 2 == 0 ? manyLevelPlan(impulseLength: length)
+                : EngineConfiguration(expectedBlockSize: 128, maxPartitionSize: 2048)
+            let inputs = (0..<inputCount).map { _ in [Float].noise(length + 3000, using: &generator) }
+            let callSizes = (0..<12).map { _ in callSizeChoices.randomElement(using: &generator)! }
+            let expected = run(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: callSizes)
+            for parts in 2...outputCount {
+                let scheduler = SerialSplitScheduler(partCount: parts)
+                scheduler.busyPieces = Set((0..<40).map { _ in Int.random(in: 1...400, using: &generator) })
+                let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+                XCTAssertEqual(engine.splitPartCount, parts)
+                let actual = run(engine, inputs, callSizes: callSizes)
+                XCTAssertGreaterThan(scheduler.partsRun, 0)
+                XCTAssertGreaterThan(scheduler.partsRefused, 0)
+                for output in 0..<outputCount {
+                    let mismatch = actual[output].indices.first { actual[output][$0].bitPattern != expected[output][$0].bitPattern }
+                    XCTAssertNil(mismatch, "trial \(trial), \(parts) parts, output \(output), plan \(engine.plan), calls \(callSizes)")
+                }
+            }
+            assertMatchesDirectConvolution(matrix, try ConvolutionEngine(matrix: matrix, configuration: configuration,
+                                                                         scheduler: SerialSplitScheduler(partCount: outputCount)),
+                                           inputs: inputs, callSizes: callSizes)
+        }
+    }
+}
+
+/// Runs level jobs inline and split parts on the calling thread, in reverse part order (as helpers
+/// finishing out of order would); pieces in `busyPieces` are refused (their helper "still runs a
+/// late part"), so the engine computes them on the data thread. No threads: deterministic.
+final class SerialSplitScheduler: LevelJobScheduler {
+    let partCount: Int
+    var busyPieces: Set<Int> = []
+    private(set) var partsRun = 0, partsRefused = 0
+    private unowned(unsafe) var runner: (any LevelJobRunner)?
+    private var pending: [(part: Int, sequence: Int)] = []
+
+    init(partCount: Int) { self.partCount = partCount }
+
+    func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws { self.runner = runner }
+    func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
+        self.runner = runner
+        XCTAssertGreaterThanOrEqual(split.unitCount, partCount)
+        return partCount
+    }
+    func post(level: Int, block: Int, dueInSamples: Int) { runner?.runLevelJob(level: level, block: block) }
+    func awaitResult(level: Int, block: Int) -> Bool { true }
+    func postSplitPart(part: Int, sequence: Int) -> Bool {
+        if busyPieces.contains(sequence & 0xFFFF_FFFF) { partsRefused += 1; return false }
+        pending.append((part, sequence))
+        return true
+    }
+    func awaitSplitPart(part: Int, sequence: Int) -> Bool {
+        // The first await runs every posted part, last part first.
+        for job in pending.reversed() { runner?.runSplitPart(part: job.part, sequence: job.sequence); partsRun += 1 }
+        pending.removeAll()
+        return true
+    }
+    func stop() { runner = nil }
 }

@@ -609,4 +609,15 @@ final class WorkgroupSplitTests: XCTestCase {
             XCTAssertTrue(try threadNames().contains("swconv-split0"))
         }
     }
+
+    /// `workgroup.split` in the module's arguments: auto by default, on/off (or true/false), and a
+    /// wrong value names the key.
+    func testSplitModuleKey() throws {
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x").0.workgroupSplit, .auto)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = on }").0.workgroupSplit, .on)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = false }").0.workgroupSplit, .off)
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = sometimes }")) { error in
+            XCTAssertEqual((error as? NodeConfigurationError)?.key, "workgroup.split", "\(error)")
+        }
+    }
 }
