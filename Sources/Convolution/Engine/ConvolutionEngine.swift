@@ -8,8 +8,12 @@ import Glibc
 /// each with its frequency-domain delay line) run as jobs given to the scheduler: posted when their
 /// input block is complete, awaited when their output is due, at least one block period later.
 ///
-/// Real-time contract: everything is allocated and planned in `init`; `process` and
-/// `runLevelJob` allocate nothing, lock nothing, log nothing.
+/// With a scheduler that splits (`LevelJobScheduler.prepare(runner:levels:split:)`), the head's
+/// per-output work of each call is cut into parts by output and run fork-join on the scheduler's
+/// helpers within the call (see `HeadLevel`); the output is the same to the bit.
+///
+/// Real-time contract: everything is allocated and planned in `init`; `process`, `runLevelJob`
+/// and `runSplitPart` allocate nothing, lock nothing, log nothing.
 public final class ConvolutionEngine: LevelJobRunner {
     public let plan: PartitionPlan
     public let inputCount: Int
@@ -279,6 +283,10 @@ func accumulateDelayLine(accumulatorReal: UnsafeMutablePointer<Float>, accumulat
 /// overlap only after the part completed in time; a late part's outputs get the overlap only, and
 /// its later completion touches nothing the data thread reads, because the part is not posted
 /// again (the data thread computes those outputs itself, in its own scratch) until it completed.
+/// A late part may read delay-line slots the data thread is already overwriting for the next call:
+/// what it computes from them is never mixed, and its older-blocks sum is labelled with the block
+/// it was computed for, which is then over (slots of older blocks change only when a block starts),
+/// so no later call uses it.
 final class HeadLevel {
     let blockSize: Int
     let segmentCount: Int
@@ -313,8 +321,8 @@ final class HeadLevel {
     /// Per output: the `blockSerial` whose older-blocks sum `olderBlocksSum` holds (-1: none).
     /// Written only by whoever runs the output's part.
     private var olderSumBlock: UnsafeMutablePointer<Int>
-    /// Per part, this piece: 0 ran on the data thread or completed in time, 1 late, 2 not posted.
-    private var partOutcome: UnsafeMutablePointer<UInt8>
+    /// Per part, this piece's outcome.
+    private var partOutcome: UnsafeMutablePointer<PartOutcome>
     /// Call pieces since the start, for the split parts' sequence numbers.
     private var pieceSerial = 0
 
@@ -338,7 +346,7 @@ final class HeadLevel {
         olderSumBlock = .allocate(capacity: max(routing.outputCount, 1))
         olderSumBlock.initialize(repeating: -1, count: max(routing.outputCount, 1))
         partOutcome = .allocate(capacity: 1)
-        partOutcome.initialize(to: 0)
+        partOutcome.initialize(to: .ready)
     }
 
     deinit {
@@ -368,7 +376,7 @@ final class HeadLevel {
         outputTimes = AlignedFloats(count: parts > 1 ? outputCount * 2 * blockSize : 1)
         partOutcome.deallocate()
         partOutcome = .allocate(capacity: parts)
-        partOutcome.initialize(repeating: 0, count: parts)
+        partOutcome.initialize(repeating: .ready, count: parts)
     }
 
     /// Writes (not adds) the head's output for `count` samples that do not cross a block boundary.
@@ -439,20 +447,20 @@ final class HeadLevel {
         // (which a late part might read after the data thread changed them).
         let sequence = blockSerial << 32 | (pieceSerial & 0xFFFF_FFFF)
         for part in 1..<partCount {
-            partOutcome[part] = scheduler.postSplitPart(part: part, sequence: sequence) ? 1 : 2
+            partOutcome[part] = scheduler.postSplitPart(part: part, sequence: sequence) ? .late : .notPosted
         }
         runPart(0, sequence: sequence, routing: routing)
-        partOutcome[0] = 0
-        for part in 1..<partCount where partOutcome[part] == 1 {
-            if scheduler.awaitSplitPart(part: part, sequence: sequence) { partOutcome[part] = 0 }
+        partOutcome[0] = .ready
+        for part in 1..<partCount where partOutcome[part] == .late {
+            if scheduler.awaitSplitPart(part: part, sequence: sequence) { partOutcome[part] = .ready }
         }
         for part in 0..<partCount {
             for output in partStart[part]..<partStart[part + 1] {
                 switch partOutcome[part] {
-                case 0:
+                case .ready:
                     mix(output: output, time: outputTimes.pointer + output * 2 * blockSize, into: outputs,
                         outputOffset: outputOffset, start: start, count: count, completesBlock: completesBlock)
-                case 1:
+                case .late:
                     // Late: output without this block's head for these outputs; the overlap of the
                     // last block still sounds, and the next block starts without a tail from this one.
                     let tail = overlap.pointer + output * blockSize
@@ -460,7 +468,7 @@ final class HeadLevel {
                         (destination + outputOffset).update(from: tail + start, count: count)
                     }
                     if completesBlock { tail.update(repeating: 0, count: blockSize) }
-                default:
+                case .notPosted:
                     // The part's helper still runs a late piece and owns the part's scratch: the data
                     // thread computes these outputs in its own (same sums, same order: same bits).
                     let bins = delayLine.paddedBinCount
@@ -545,6 +553,16 @@ final class HeadLevel {
         overlap.zero()
         olderSumBlock.update(repeating: -1, count: max(outputCount, 1))
     }
+}
+
+/// What became of one split part in one call piece.
+enum PartOutcome: UInt8 {
+    /// Computed (by the data thread, or by its helper in time): mix it.
+    case ready
+    /// Posted and not back by the wait limit (before the await: posted, not yet back).
+    case late
+    /// Not posted, its helper still runs an earlier late piece: the data thread computes it.
+    case notPosted
 }
 
 /// Levels 1...: uniformly partitioned overlap-save over IR samples `offset ..< end`, one job per
