@@ -36,13 +36,14 @@ struct PacedRunResult {
     var splitParts = 1
     var lateSplits = 0
     var busySplitParts = 0
+    var takenBackSplitParts = 0
 
     /// One line of `bench --threads --json`.
     func json(engine: String, irSeconds: Double, channels: Int, threads: Int) -> String {
-        String(format: #"{"engine":"%@","ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"split":%@,"split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"busy_split_parts":%d,"overruns":%d,"helper_margin_p99_us":%@}"#,
+        String(format: #"{"engine":"%@","ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"split":%@,"split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"taken_back_split_parts":%d,"busy_split_parts":%d,"overruns":%d,"helper_margin_p99_us":%@}"#,
                engine, irSeconds, channels, blockSize, threads, splitMode.map { "\"\($0.rawValue)\"" } ?? "null", splitParts,
                processCPUPercent, dataThreadCPUPercent,
-               callWorstMicroseconds, callP99Microseconds, lateLevels, lateSplits, busySplitParts, overruns,
+               callWorstMicroseconds, callP99Microseconds, lateLevels, lateSplits, takenBackSplitParts, busySplitParts, overruns,
                helperMarginP99Microseconds.map { String(format: "%.0f", $0) } ?? "null")
     }
 }
@@ -105,6 +106,7 @@ enum RealtimePacer {
             result.splitParts = engine.splitPartCount
             result.lateSplits = statistics?.lateSplits ?? 0
             result.busySplitParts = statistics?.split?.busyParts ?? 0
+            result.takenBackSplitParts = statistics?.split?.takenBackParts ?? 0
         }
         return result
     }
