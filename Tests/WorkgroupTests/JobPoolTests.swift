@@ -207,6 +207,37 @@ final class JobPoolTests: XCTestCase {
         XCTAssertEqual(runner.ran(queue: 0), Array(0..<40))
     }
 
+    /// Take-back (fork-join): a job no helper has claimed yet runs on the calling thread, once,
+    /// exactly as a helper would run it; a job a helper already runs is not taken; the helper
+    /// later finds nothing left to run.
+    func testUnclaimedJobIsTakenBackByTheCallingThreadAndRunsOnce() throws {
+        let runner = RecordingRunner(queueCount: 2, capacity: 8)
+        runner.injectedDelays[RecordingRunner.key(queue: 1, sequence: 0)] = 200_000
+        let pool = try makePool(queues: 2, runner: runner, threads: 1, priority: nil)
+        defer { pool.stop() }
+        // The only helper is busy with queue 1's slow job: queue 0's job stays unclaimed.
+        pool.post(queue: 1, sequence: 0, start: monotonicNanos(), deadline: monotonicNanos() + 1_000_000_000)
+        let waitStart = monotonicNanos()
+        while runner.activeJobs[1].load(ordering: .sequentiallyConsistent) == 0 {
+            XCTAssertLessThan(monotonicNanos() - waitStart, 5_000_000_000, "the helper never started")
+            usleep(100)
+        }
+        XCTAssertFalse(pool.runUnclaimedJobOnCallingThread(queue: 1), "a job a helper runs must not be taken")
+        pool.post(queue: 0, sequence: 7, start: monotonicNanos(), deadline: monotonicNanos() + 1_000_000_000)
+        XCTAssertTrue(pool.runUnclaimedJobOnCallingThread(queue: 0))
+        XCTAssertTrue(pool.isCompleted(queue: 0, sequence: 7))
+        XCTAssertEqual(runner.ran(queue: 0), [7])
+        XCTAssertFalse(pool.runUnclaimedJobOnCallingThread(queue: 0), "nothing left to take")
+        XCTAssertTrue(pool.awaitCompletion(queue: 0, sequence: 7, until: .max))
+        XCTAssertTrue(pool.awaitCompletion(queue: 1, sequence: 0, until: .max))
+        pool.waitUntilIdle()
+        usleep(20_000)  // let the helper rescan: queue 0's job must not run again
+        XCTAssertEqual(runner.ran(queue: 0), [7])
+        XCTAssertEqual(pool.takenBackJobs(queue: 0), 1)
+        XCTAssertEqual(pool.takenBackJobs(queue: 1), 0)
+        XCTAssertEqual(runner.overlaps.load(ordering: .relaxed), 0)
+    }
+
     func testHelpersAreNamedAndGetSchedFifoBelowTheGivenPriority() throws {
         let runner = RecordingRunner(queueCount: 1, capacity: 4)
         let warnings = ThreadSafeBox<[String]>([])
