@@ -46,9 +46,10 @@ let package = Package(
 
         // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
-        .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "AllocationCounter"]),
+        .target(name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport"),
+        .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
-        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter"],
+        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],
                     exclude: ["Support/compare_recording.py"]),
         // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
         .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),

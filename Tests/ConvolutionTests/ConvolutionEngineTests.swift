@@ -1,3 +1,4 @@
+import EngineTestSupport
 import AllocationCounter
 import Convolution
 import XCTest
@@ -46,26 +47,13 @@ final class ConvolutionEngineTests: XCTestCase {
         }
     }
 
-    /// A plan that exercises many levels even for short IRs: head 32, then doubling blocks.
-    private func manyLevelPlan(impulseLength: Int) -> EngineConfiguration {
-        var levels = [PartitionPlan.Level(blockSize: 32, segmentCount: 4, offset: 0)]
-        var size = 64
-        while levels.last!.end < impulseLength {
-            let last = levels.last!
-            let segments = size >= 1024 ? max(1, (impulseLength - last.end + size - 1) / size) : 2
-            levels.append(.init(blockSize: size, segmentCount: segments, offset: last.end))
-            if size < 1024 { size *= 2 }
-        }
-        return EngineConfiguration(fixedPlan: PartitionPlan(levels: levels, estimatedCoreFraction: .nan,
-                                                             estimatedHeadCoreFraction: .nan))
-    }
 
     func testImpulseInGivesImpulseResponseOutWithZeroLatency() throws {
         var generator = SeededGenerator(seed: 1)
         let impulse = [Float].noise(5000, using: &generator)
         let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 1,
                                                          entries: [.init(input: 0, output: 0, impulse: impulse)]),
-                                           configuration: manyLevelPlan(impulseLength: impulse.count))
+                                           configuration: manyLevelConfiguration(impulseLength: impulse.count))
         var input = [Float](repeating: 0, count: 6000)
         input[0] = 1
         let output = run(engine, [input], callSizes: [1, 7, 64, 300])[0]
@@ -91,7 +79,7 @@ final class ConvolutionEngineTests: XCTestCase {
             let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
             let input = [Float].noise(length + 3000, using: &generator)
             let callSizes = (0..<50).map { _ in Int.random(in: 1...700, using: &generator) }
-            for configuration in [manyLevelPlan(impulseLength: length),
+            for configuration in [manyLevelConfiguration(impulseLength: length),
                                   EngineConfiguration(expectedBlockSize: 64),
                                   EngineConfiguration(expectedBlockSize: 1000)] {
                 let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
@@ -128,7 +116,7 @@ final class ConvolutionEngineTests: XCTestCase {
             })
             let inputs = (0..<inputCount).map { _ in [Float].noise(12000, using: &generator) }
             let callSizes = (0..<20).map { _ in Int.random(in: 1...1500, using: &generator) }
-            let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelPlan(impulseLength: matrix.impulseLength))
+            let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: matrix.impulseLength))
             assertMatchesDirectConvolution(matrix, engine, inputs: inputs, callSizes: callSizes)
             // An output with no entry is silent.
             let outputs = run(engine, inputs, callSizes: callSizes)
@@ -146,7 +134,7 @@ final class ConvolutionEngineTests: XCTestCase {
         let left = [Float].noise(8000, using: &generator)
         var right = [Float](repeating: 0, count: 8000)
         right[5000] = 1
-        let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelPlan(impulseLength: 3000))
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 3000))
         let outputs = run(engine, [left, right], callSizes: [128, 99])
         XCTAssertLessThanOrEqual(Reference.relativeErrorDB(outputs[0], Reference.convolve(left, impulse)), -100)
         // Not exactly 0: in the head block that receives the impulse, FFT round-off (~1e-7) reaches
@@ -236,7 +224,7 @@ final class ConvolutionEngineTests: XCTestCase {
             }
             let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
             let length = entries.map(\.impulse.count).max()!
-            let configuration = trial % 2 == 0 ? manyLevelPlan(impulseLength: length)
+            let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: length)
                 : EngineConfiguration(expectedBlockSize: 128, maxPartitionSize: 2048)
             let inputs = (0..<inputCount).map { _ in [Float].noise(length + 3000, using: &generator) }
             let callSizes = (0..<12).map { _ in callSizeChoices.randomElement(using: &generator)! }

@@ -28,21 +28,3 @@ enum Reference {
     }
 }
 
-/// A seeded generator so failures reproduce (SplitMix64).
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-extension Array where Element == Float {
-    static func noise(_ count: Int, using generator: inout SeededGenerator) -> [Float] {
-        (0..<count).map { _ in Float.random(in: -1...1, using: &generator) }
-    }
-}

@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Convolution
 import Foundation
 import XCTest

@@ -1,3 +1,4 @@
+import EngineTestSupport
 import AllocationCounter
 import ConvolverNode
 import Convolution
@@ -142,36 +143,6 @@ final class WarningLog: @unchecked Sendable {
 
 // MARK: - With the real engine
 
-/// SplitMix64: reproducible random IRs, inputs and call sizes.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-func noise(_ count: Int, using generator: inout SeededGenerator) -> [Float] {
-    (0..<count).map { _ in Float.random(in: -1...1, using: &generator) }
-}
-
-/// Head 32, then doubling levels up to 1024: many tail levels even for short IRs.
-func manyLevelConfiguration(impulseLength: Int) -> EngineConfiguration {
-    var levels = [PartitionPlan.Level(blockSize: 32, segmentCount: 4, offset: 0)]
-    var size = 64
-    while levels.last!.end < impulseLength {
-        let last = levels.last!
-        let segments = size >= 1024 ? max(1, (impulseLength - last.end + size - 1) / size) : 2
-        levels.append(.init(blockSize: size, segmentCount: segments, offset: last.end))
-        if size < 1024 { size *= 2 }
-    }
-    return EngineConfiguration(fixedPlan: PartitionPlan(levels: levels))
-}
-
 /// Feeds `inputs` through `engine` in `callSizes` (cycled); `beforeCall` runs before each process.
 func render(_ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int],
             beforeCall: (Int) -> Void = { _ in }, afterCall: (Int) -> Void = { _ in }) -> [[Float]] {
@@ -267,17 +238,17 @@ final class WorkgroupEngineTests: XCTestCase {
             for input in 0..<inputCount {
                 for output in 0..<outputCount where input == output || trial % 2 == 1 {
                     entries.append(.init(input: input, output: output,
-                                         impulse: noise(Int.random(in: 500...40000, using: &generator), using: &generator)))
+                                         impulse: [Float].noise(Int.random(in: 500...40000, using: &generator), using: &generator)))
                 }
             }
-            if entries.isEmpty { entries.append(.init(input: 0, output: 0, impulse: noise(3000, using: &generator))) }
+            if entries.isEmpty { entries.append(.init(input: 0, output: 0, impulse: [Float].noise(3000, using: &generator))) }
             let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
             let impulseLength = entries.map(\.impulse.count).max()!
             // Even trials: the many-level test plan; odd trials: the engine's own planner.
             let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
                 : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
             let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
-            let inputs = (0..<inputCount).map { _ in noise(impulseLength + 20000, using: &generator) }
+            let inputs = (0..<inputCount).map { _ in [Float].noise(impulseLength + 20000, using: &generator) }
 
             let inlineEngine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
             let expected = render(inlineEngine, inputs, callSizes: callSizes)
@@ -306,7 +277,7 @@ final class WorkgroupEngineTests: XCTestCase {
     /// exactly those blocks of that level, stays finite, and equals the inline output elsewhere.
     func testInjectedDelaysGiveExactLateLevelsAndOutputWithoutOnlyThoseBlocks() throws {
         var generator = SeededGenerator(seed: 4)
-        let impulse = noise(6000, using: &generator)
+        let impulse = [Float].noise(6000, using: &generator)
         let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
         let configuration = manyLevelConfiguration(impulseLength: impulse.count)
         let delayedLevel = 2, delayedBlocks = [3, 9]
@@ -314,7 +285,7 @@ final class WorkgroupEngineTests: XCTestCase {
         let scheduler = DelayInjectingScheduler(inner, delays: Dictionary(
             uniqueKeysWithValues: delayedBlocks.map { (delayedLevel << 32 | $0, UInt32(200_000)) }))
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
-        let input = noise(20000, using: &generator)
+        let input = [Float].noise(20000, using: &generator)
         let waitNanos: UInt64 = 30_000_000
         var lateLevels = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
         let actual = render(engine, [input], callSizes: [64], beforeCall: { _ in
@@ -356,8 +327,8 @@ final class WorkgroupEngineTests: XCTestCase {
     func testNoAllocationsOrLocksOnDataAndHelperThreadsAfterWarmUp() throws {
         var generator = SeededGenerator(seed: 5)
         let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: noise(20000, using: &generator)),
-            .init(input: 1, output: 1, impulse: noise(20000, using: &generator))])
+            .init(input: 0, output: 0, impulse: [Float].noise(20000, using: &generator)),
+            .init(input: 1, output: 1, impulse: [Float].noise(20000, using: &generator))])
         let scheduler = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
         let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
                                            scheduler: scheduler)
@@ -429,7 +400,7 @@ final class WorkgroupSplitTests: XCTestCase {
             for output in 0..<outputCount {
                 for input in 0..<inputCount where trial % 2 == 1 || input == output % inputCount {
                     entries.append(.init(input: input, output: output,
-                                         impulse: noise(Int.random(in: 300...30000, using: &generator), using: &generator)))
+                                         impulse: [Float].noise(Int.random(in: 300...30000, using: &generator), using: &generator)))
                 }
             }
             let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
@@ -437,7 +408,7 @@ final class WorkgroupSplitTests: XCTestCase {
             let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
                 : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
             let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
-            let inputs = (0..<inputCount).map { _ in noise(impulseLength + 12000, using: &generator) }
+            let inputs = (0..<inputCount).map { _ in [Float].noise(impulseLength + 12000, using: &generator) }
             let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: callSizes)
 
             let splitThreads = 1 + trial % 3
@@ -473,9 +444,9 @@ final class WorkgroupSplitTests: XCTestCase {
     private func lateSplitCase(seed: UInt64) -> (matrix: ConvolutionMatrix, configuration: EngineConfiguration, input: [[Float]]) {
         var generator = SeededGenerator(seed: seed)
         let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: noise(6000, using: &generator)),
-            .init(input: 1, output: 1, impulse: noise(6000, using: &generator))])
-        return (matrix, manyLevelConfiguration(impulseLength: 6000), [noise(20000, using: &generator), noise(20000, using: &generator)])
+            .init(input: 0, output: 0, impulse: [Float].noise(6000, using: &generator)),
+            .init(input: 1, output: 1, impulse: [Float].noise(6000, using: &generator))])
+        return (matrix, manyLevelConfiguration(impulseLength: 6000), [[Float].noise(20000, using: &generator), [Float].noise(20000, using: &generator)])
     }
 
     /// Parts delayed past the wait limit are counted late exactly; the data thread's wait is bounded
@@ -562,7 +533,7 @@ final class WorkgroupSplitTests: XCTestCase {
     func testNoAllocationsOrLocksOnTheSplitPath() throws {
         var generator = SeededGenerator(seed: 34)
         let matrix = ConvolutionMatrix(inputCount: 4, outputCount: 4, entries: (0..<4).map {
-            .init(input: $0, output: $0, impulse: noise(20000, using: &generator))
+            .init(input: $0, output: $0, impulse: [Float].noise(20000, using: &generator))
         })
         let frames = 64
         let buffers = (0..<8).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
