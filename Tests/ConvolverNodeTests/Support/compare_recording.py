@@ -6,16 +6,16 @@ The recording holds the node's input channels (what pw-play sent, recorded by pw
 its output channels, taken by one pw-record stream in the same cycles. Expected output o:
     wet · Σ_entries(input i ∗ IR) + dry · input o.
 
-Graph events. Under load PipeWire 0.3.65 now and then runs a node once more in a cycle: a player
-that finished late signals its readers after the next cycle has begun. The recorder then has
-silence where the node processed the player's real block, and the node's output differs from the
-convolution of the recorded input for one IR length (measured here: the recorded output matched,
-at float precision, a node input with exactly that one block more). Such places are modelled, not
-excused: the node's input is taken to hold one more block there, a graph quantum long, and only
-blocks the graph can have handed it are tried (the block the recorder missed, as the played file
-has it; the block the node had just processed; the next block early). The event counts only if
-the model then explains the output at float precision from that point for the IR's length (or up
-to the next event). Anything else is a glitch: start and length of the run of wrong samples.
+Graph events. Under load pw-record (PipeWire 0.3.65) now and then loses a whole cycle: its
+recording lacks one block of the node's input and the node's output alike, so the two stay aligned,
+but the node's output after that point still carries the lost block, for one IR length. (Measured:
+the recorded output then matched, at float precision, a node input with exactly that one block
+more; and the node counted no cycle it was run twice in.) Such places are modelled, not excused:
+the node's input is taken to hold one more block there, one to three graph quanta long, and only
+the blocks the node can have had are tried: the blocks the recording lacks, as the played file has
+them, after silent ones (the player late in those cycles too). The event counts only if the model then explains
+the output at float precision from that point for the IR's length (or up to the next event).
+Anything else is a glitch: start and length of the run of wrong samples.
 """
 import json
 import sys
@@ -80,6 +80,8 @@ class Reference:
     def missed_block(self, recorded_next, length):
         """The played file's `length` frames just before the recorded frames `recorded_next`
         (frames × inputs; 64 of them identify the place), or None when they are not in the file."""
+        if length == 0:
+            return np.zeros((0, self.ni))
         probe = recorded_next[:64]
         if self.played is None or len(probe) < 64 or not np.any(probe):
             return None
@@ -158,32 +160,36 @@ class Reference:
         return results
 
     def extra_block(self, node_input, shift_points, at):
-        """Tries 'the node ran once more, on one block, just before recording frame `at`' for
-        each quantum and each block the graph can have handed it: the block the recorder missed
-        (the played file's block before what the recorder has next), the block it had just
-        processed (run twice on one buffer), or the next block early. Accepted when the output is
-        then right from `at` on, for the IR's length or up to the next event, at least one block
-        long. Returns (node input, shift points, length, kind) or None."""
+        """Tries 'the recording lost one cycle just before recording frame `at`' for each quantum
+        and each block the node can have had in that cycle. Accepted when the output is then right
+        from `at` on, for the IR's length or up to the next event (at least one block long).
+        Returns (node input, shift points, length, kind) or None."""
         offset = sum(extra for point, extra in shift_points if point <= at)
         node_at = at + offset
-        window = self.irFrames + max(QUANTA)
+        window = self.irFrames + 3 * max(QUANTA)
         if at + window > len(self.x):
             return None
         span = np.arange(at, at + window)
-        for length in QUANTA:
-            if node_at < length:
-                continue
-            blocks = (("missed block", self.missed_block(node_input[node_at : node_at + 64], length)),
-                      ("same block twice", node_input[node_at - length : node_at]),
-                      ("next block early", node_input[node_at : node_at + length]))
-            for kind, block in blocks:
-                if block is None:
+        for cycles in (1, 2, 3):
+            for quantum in QUANTA:
+                length = cycles * quantum
+                if node_at < length:
                     continue
-                candidate = np.concatenate([node_input[:node_at], block, node_input[node_at:]])
-                expected = self.render(candidate[: node_at + length + window])
-                wrong = np.nonzero(np.any(np.abs(self.y[span] - expected[span + offset + length]) > TOLERANCE, axis=1))[0]
-                if len(wrong) == 0 or wrong[0] >= length:
-                    return candidate, shift_points + [(at, length)], length, kind
+                # The lost cycles in order: j silent ones (the player late too), then the played
+                # blocks the recording lacks.
+                for silent in range(cycles + 1):
+                    played = self.missed_block(node_input[node_at : node_at + 64], (cycles - silent) * quantum)
+                    if played is None:
+                        continue
+                    if len(played) and np.array_equal(played, node_input[node_at - len(played) : node_at]):
+                        continue  # the recording has these blocks: that would be the node repeating them
+                    block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
+                    candidate = np.concatenate([node_input[:node_at], block, node_input[node_at:]])
+                    expected = self.render(candidate[: node_at + length + window])
+                    wrong = np.nonzero(np.any(np.abs(self.y[span] - expected[span + offset + length]) > TOLERANCE, axis=1))[0]
+                    if len(wrong) == 0 or wrong[0] >= quantum:
+                        kind = f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
+                        return candidate, shift_points + [(at, length)], length, kind
         return None
 
 
