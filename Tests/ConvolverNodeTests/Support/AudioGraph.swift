@@ -52,8 +52,8 @@ enum TestSignals {
 /// independent of the engine) by Support/compare_recording.py: expected output o =
 /// wet · Σ_entries(input i ∗ IR) + dry · input o, against what the node received (recorded beside
 /// its output, see PlayThrough); the lag is found by cross-correlation; the error is measured over
-/// every recorded sample of the expected signal after that lag. Places where the graph ran the node
-/// once more in a cycle are modelled and listed as graph events (see the script's header).
+/// every recorded sample of the expected signal after that lag. Places where pw-record lost whole
+/// cycles are modelled and listed as graph events (see the script's header).
 enum NumpyReference {
     struct ChannelResult: Decodable {
         /// Recording frame of expected frame 0, found by cross-correlation at the start…
@@ -67,7 +67,7 @@ enum NumpyReference {
         /// Runs of wrong samples no graph event explains (> 1e-4 off; gaps under 256 frames merged):
         /// [start, length].
         var glitches: [[Int]]
-        /// Extra node cycles of the graph, each explained at float precision.
+        /// Cycles pw-record lost, each explained at float precision.
         var graphEvents: [GraphEvent]
         var comparedFrames: Int
         var expectedFrames: Int
