@@ -64,17 +64,23 @@ class Reference:
             self.routes[e["output"]].append((e["input"], h * e.get("gain", 1.0)))
         self.irFrames = max(len(h) for routes in self.routes for _, h in routes)
         self.played = load(spec["played"]) if spec.get("played") else None
+        self.quanta = tuple(spec.get("quanta") or QUANTA)
 
-    def render(self, node_input):
-        """Output of a node that received `node_input` (frames × inputs), per output."""
-        out = np.zeros((len(node_input) + self.irFrames, self.no))
+    def render(self, node_input, start=0, stop=None):
+        """Output frames [start, stop) of a node that received `node_input` (frames × inputs),
+        per output (stop: the end of the convolution)."""
+        stop = len(node_input) + self.irFrames if stop is None else stop
+        origin = max(0, start - self.irFrames)
+        segment = node_input[origin:stop]
+        out = np.zeros((stop - start, self.no))
         for o, routes in enumerate(self.routes):
             for i, h in routes:
                 if self.wet != 0:
-                    y = self.wet * fftconvolve(node_input[:, i], h)
+                    y = self.wet * fftconvolve(segment[:, i], h)[start - origin : stop - origin]
                     out[: len(y), o] += y
             if o < self.ni:
-                out[: len(node_input), o] += self.dry * node_input[:, o]
+                dry = self.dry * node_input[start:stop, o]
+                out[: len(dry), o] += dry
         return out
 
     def missed_block(self, recorded_next, length):
@@ -95,52 +101,43 @@ class Reference:
         return None
 
     def compare(self):
-        node_input = self.x.copy()
-        # shift[n]: frames the node had processed beyond the recording at recording frame n.
-        events, unexplained = [], []
-        shift_points = []  # (recording frame, extra frames) in order
+        frames = len(self.x)
         active = np.nonzero(np.any(np.abs(self.x) > 0, axis=1))[0]
         first, last = int(active[0]), int(active[-1])
-        frames = len(self.x)
-        reference_lag = None
-        start = 0
-        while True:
-            expected = self.render(node_input)
-            index = np.arange(frames)
-            shift = np.zeros(frames, dtype=int)
-            for at, extra in shift_points:
-                shift[at:] += extra
-            mapped = expected[index + shift]
-            if reference_lag is None:
-                lags = [find_lag(self.y[:, o], mapped[: first + 48000, o], 0) for o in range(self.no)]
-                end_from = max(first, last - 48000)
-                end_lags = [find_lag(self.y[:, o], mapped[end_from:last, o], end_from) for o in range(self.no)]
-                reference_lag = lags
-            if any(lag != 0 for lag in reference_lag):
-                break  # not aligned: reported as is, no modelling
-            error = self.y - mapped
-            bad = np.nonzero(np.any(np.abs(error[start:]) > TOLERANCE, axis=1))[0]
-            if len(bad) == 0:
-                break
-            at = start + int(bad[0])
-            model = self.extra_block(node_input, shift_points, at)
-            if model is None:
-                unexplained.append(at)
-                break
-            node_input, shift_points, length, kind = model
-            events.append({"kind": kind, "at": at, "frames": length})
-            start = at
-        # Final measures with the accepted model.
+        plain = self.render(self.x)
+        end_from = max(first, last - 48000)
+        lags = [find_lag(self.y[:, o], plain[: first + 48000, o], 0) for o in range(self.no)]
+        end_lags = [find_lag(self.y[:, o], plain[end_from:last, o], end_from) for o in range(self.no)]
+        node_input, shift_points, events = self.x.copy(), [], []
+        # One lag for all outputs: compare there (a zero-latency node has lag 0), modelling the
+        # cycles the recording lost one after the other.
+        if len(set(lags)) == 1 and lags[0] >= 0:
+            self.y = np.vstack([self.y[lags[0]:], np.zeros((lags[0], self.no))])
+            start = 0
+            while True:
+                mapped = self.render(node_input)[np.arange(frames) + self.shifts(shift_points, frames)]
+                bad = np.nonzero(np.any(np.abs(self.y[start:] - mapped[start:]) > TOLERANCE, axis=1))[0]
+                if len(bad) == 0:
+                    break
+                at = start + int(bad[0])
+                model = self.lost_cycles(node_input, shift_points, at)
+                if model is None:
+                    break
+                node_input, shift_points, length, kind = model
+                events.append({"kind": kind, "at": at, "frames": length})
+                start = at
+            lags_applied = lags
+        else:
+            lags_applied = [0] * self.no
         expected = self.render(node_input)
-        shift = np.zeros(frames, dtype=int)
-        for at, extra in shift_points:
-            shift[at:] += extra
+        shift = self.shifts(shift_points, frames)
         results = []
         for o in range(self.no):
-            lag = reference_lag[o]
+            lag = lags[o]
+            offset = 0 if lags_applied[o] else lag  # y already shifted when the lag was applied
             m = max(0, min(len(expected) - shift[-1], frames - lag))
-            exp = expected[np.arange(m) + shift[:m], o] if lag == 0 else expected[:m, o]
-            got = self.y[lag : lag + m, o]
+            exp = expected[np.arange(m) + shift[:m], o]
+            got = self.y[offset : offset + m, o]
             err = got - exp
             glitches = []
             for index in np.nonzero(np.abs(err) > TOLERANCE)[0]:
@@ -155,28 +152,35 @@ class Reference:
                 "lag": lag, "endLag": end_lags[o],
                 "errorDB": db(np.sum(err ** 2), np.sum(exp ** 2)),
                 "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(exp[mask] ** 2)),
-                "glitches": glitches[:20], "graphEvents": events,
+                "glitches": glitches[:20], "glitchCount": len(glitches), "graphEvents": events,
                 "comparedFrames": int(m), "expectedFrames": int(frames)})
         return results
 
-    def extra_block(self, node_input, shift_points, at):
-        """Tries 'the recording lost one cycle just before recording frame `at`' for each quantum
-        and each block the node can have had in that cycle. Accepted when the output is then right
-        from `at` on, for the IR's length or up to the next event (at least one block long).
+    @staticmethod
+    def shifts(shift_points, frames):
+        """Per recording frame: how many frames the node had processed beyond the recording."""
+        shift = np.zeros(frames, dtype=int)
+        for at, extra in shift_points:
+            shift[at:] += extra
+        return shift
+
+    def lost_cycles(self, node_input, shift_points, at):
+        """Tries 'the recording lost one to three cycles just before recording frame `at`' for each
+        quantum and each set of blocks the node can have had in them. Accepted when the output is
+        then right from `at` on, for the IR's length or up to the next event (at least one quantum).
         Returns (node input, shift points, length, kind) or None."""
         offset = sum(extra for point, extra in shift_points if point <= at)
         node_at = at + offset
-        window = self.irFrames + 3 * max(QUANTA)
+        window = self.irFrames + 3 * max(self.quanta)
         if at + window > len(self.x):
             return None
-        span = np.arange(at, at + window)
         for cycles in (1, 2, 3):
-            for quantum in QUANTA:
+            for quantum in self.quanta:
                 length = cycles * quantum
                 if node_at < length:
                     continue
-                # The lost cycles in order: j silent ones (the player late too), then the played
-                # blocks the recording lacks.
+                # The lost cycles in order: `silent` ones (the player late in them too), then the
+                # played blocks the recording lacks.
                 for silent in range(cycles + 1):
                     played = self.missed_block(node_input[node_at : node_at + 64], (cycles - silent) * quantum)
                     if played is None:
@@ -185,12 +189,18 @@ class Reference:
                         continue  # the recording has these blocks: that would be the node repeating them
                     block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
                     candidate = np.concatenate([node_input[:node_at], block, node_input[node_at:]])
-                    expected = self.render(candidate[: node_at + length + window])
-                    wrong = np.nonzero(np.any(np.abs(self.y[span] - expected[span + offset + length]) > TOLERANCE, axis=1))[0]
-                    if len(wrong) == 0 or wrong[0] >= quantum:
+                    if self.explains(candidate, at, node_at + length, quantum, min(window, quantum + 512)) \
+                            and self.explains(candidate, at, node_at + length, quantum, window):
                         kind = f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
                         return candidate, shift_points + [(at, length)], length, kind
         return None
+
+    def explains(self, node_input, at, node_frame, quantum, span):
+        """True when the recorded output from `at` equals the node's output from `node_frame` for
+        `span` frames, or up to a later wrong sample at least one quantum on."""
+        expected = self.render(node_input, node_frame, node_frame + span)
+        wrong = np.nonzero(np.any(np.abs(self.y[at : at + span] - expected) > TOLERANCE, axis=1))[0]
+        return len(wrong) == 0 or wrong[0] >= quantum
 
 
 def main():
