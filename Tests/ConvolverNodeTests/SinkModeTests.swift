@@ -93,15 +93,22 @@ final class SinkModeTests: XCTestCase {
         usleep(500_000)
         recorder.interrupt()
 
-        let results = try SinkGraph.compare(recording: path("rec-wp.wav"), input: path("input.wav"), impulse: path("ir.wav"),
-                                            wet: 1, dry: 0, workDirectory: daemon.runtimeDirectory)
+        let results = try SinkGraph.compare(recording: path("rec-wp.wav"), input: path("input.wav"), inputs: 2, outputs: 2,
+                                            entries: SinkGraph.stereo(path("ir.wav")), wet: 1, dry: 0,
+                                            workDirectory: daemon.runtimeDirectory)
         XCTAssertEqual(results.count, 2)
         for (channel, result) in results.enumerated() {
             print("WirePlumber route, output \(channel): \(result)")
             // The recording starts before playback (lag > 0); the graph sets where, not the node.
             XCTAssertGreaterThan(result.lag, 0, "channel \(channel)")
+            XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated on the way")
             XCTAssertGreaterThanOrEqual(result.correlation, 0.99, "channel \(channel): the convolved signal arrived downstream")
             XCTAssertEqual(result.energyRatio, 1, accuracy: 0.05, "channel \(channel): energy of the convolved signal")
+            // Sample-exact but for at most one graph hiccup under load from other processes (one
+            // cycle that differs rings one IR long): the file, not a second reader, is the reference.
+            XCTAssertLessThanOrEqual(result.glitches.count, 1, "channel \(channel)")
+            XCTAssertTrue(result.glitches.allSatisfy { $0[1] <= 2048 + 4800 }, "channel \(channel): \(result.glitches)")
+            XCTAssertLessThanOrEqual(result.cleanErrorDB, -80, "channel \(channel)")
         }
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-wp")).properties
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
@@ -114,6 +121,24 @@ final class SinkModeTests: XCTestCase {
         }
         let after = try daemon.run(["wpctl", "status"]).output
         XCTAssertTrue(after.contains("*   \(sinkID). Convolver WP"), "wpctl marks the convolver as default:\n\(after)")
+        // As the default, an app without a target plays into it, and its output stream (same
+        // link group) is never linked into itself: it stays on the device sink.
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0, seconds: 1.0, leadOut: 0), to: path("short.wav"))
+        let defaultPlayer = try spawn(["pw-play", "-P", "{ node.name = play-default }", path("short.wav")],
+                                      logName: "play-default.log")
+        var defaultLinks: Set<String> = []
+        waitUntil(timeout: 10) {
+            defaultLinks = (try? SinkGraph.links(self.daemon)) ?? []
+            return defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR") || !defaultPlayer.isRunning
+        }
+        XCTAssertTrue(defaultLinks.contains("play-default:output_FL -> conv-wp:playback_FL")
+                      && defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR"),
+                      "an untargeted stream goes to the default sink, the convolver: \(defaultLinks.sorted())")
+        XCTAssertTrue(defaultLinks.contains("output.conv-wp:output_FL -> testsink:playback_FL"),
+                      "the output stream still goes to the device sink: \(defaultLinks.sorted())")
+        XCTAssertFalse(defaultLinks.contains { $0.hasPrefix("output.conv-wp:") && $0.contains("-> conv-wp:") },
+                       "the sink's output is not linked into itself")
+        XCTAssertTrue(defaultPlayer.waitForExit(timeout: 20), "pw-play finished; log: \(defaultPlayer.log)")
     }
 
     /// WirePlumber 0.4.13 from the daemon's runtime dir, with Debian's config minus what needs a
@@ -178,45 +203,121 @@ final class SinkModeTests: XCTestCase {
             (try? SinkGraph.convolverProps(self.daemon, node: "conv-hand"))?.first { $0.0 == "gain" }?.1 == 0.5
         }
 
-        // Up to two runs: on this VM a run now and then loses a cycle in the recorder (printed).
-        var passed = false
-        for attempt in 1...2 where !passed {
-            let results = try playByHand(attempt: attempt)
-            XCTAssertEqual(results.count, 2)
-            passed = results.count == 2
-            for (channel, result) in results.enumerated() {
-                print("by hand, attempt \(attempt), output \(channel): \(result)")
-                passed = passed && result.lag == 0 && result.errorDB <= -80 && result.correlation >= 0.9999
-            }
-        }
-        XCTAssertTrue(passed, "the sink's output is numpy's 0.4·(input ∗ IR) + 0.2·input at lag 0 (see the printed runs)")
+        try expectConvolution(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"),
+                              entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2, irFrames: 4800)
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-hand")).properties
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
         print("conv-hand: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
     }
 
-    /// pw-play → conv-hand:playback_<POS>, output.conv-hand:output_<POS> → one pw-record that also
-    /// takes pw-play's output, all linked by hand.
-    private func playByHand(attempt: Int) throws -> [SinkGraph.ChannelResult] {
-        let recorder = "rec-hand\(attempt)", player = "play-hand\(attempt)"
-        let recording = path("\(recorder).wav")
-        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream(recorder), "--format", "f32", "--rate", "48000",
-                                "--channels", "4", "--channel-map", "FL,FR,RL,RR", recording], logName: "\(recorder).log")
-        try daemon.waitForPorts(ofNode: recorder, count: 4)
-        try daemon.link("output.conv-hand:output_FL", "\(recorder):input_RL")
-        try daemon.link("output.conv-hand:output_FR", "\(recorder):input_RR")
-        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream(player), path("input.wav")], logName: "\(player).log")
-        try daemon.waitForPorts(ofNode: player, count: 2)
-        for position in ["FL", "FR"] {
-            try daemon.link("\(player):output_\(position)", "\(recorder):input_\(position)")
-            try daemon.link("\(player):output_\(position)", "conv-hand:playback_\(position)")
+    /// The shipped hall sink (pipewire-conf/swift-convolver-hall-sink.conf, as is), linked by hand.
+    func testShippedHallSinkConfigByHand() throws {
+        try daemon.setQuantum(256)
+        let hall = try ImpulseResponse.load("builtin:hall", sampleRate: 48000)
+        try SinkSignals.write(hall.channels, to: path("hall.wav"))
+        let hallSeconds = Double(hall.frameCount) / 48000
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.0, leadOut: hallSeconds + 0.3), to: path("input.wav"))
+        let client = try spawn(["pipewire", "-c", BuildProducts.packageRoot + "/pipewire-conf/swift-convolver-hall-sink.conf"],
+                               logName: "hall-sink.log")
+        do {
+            try daemon.waitForPorts(ofNode: "convolver-hall", count: 4, timeout: 30)
+            try daemon.waitForPorts(ofNode: "output.convolver-hall", count: 2, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(client.log)")
         }
-        guard play.waitForExit(timeout: 20) else { throw TestFailure("pw-play did not finish; log: \(play.log)") }
+        XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
+        try expectConvolution(sink: "convolver-hall", positions: ["FL", "FR"], input: path("input.wav"),
+                              entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7, irFrames: hall.frameCount)
+    }
+
+    /// 8 inputs → 2 outputs (the 7.1 → binaural shape): the sink and its output stream have
+    /// different channel counts. A matrix module config, each input to both outputs.
+    func testSevenOneToStereoSinkByHand() throws {
+        try daemon.setQuantum(256)
+        let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
+        try SinkSignals.write((0..<16).map { SinkSignals.impulse(frames: 960, seed: 40 + UInt64($0))[$0 % 2] },
+                              to: path("matrix.wav"))
+        // pw-play streams from its first link; the 16 links to the sink and the recorder are made one
+        // by one (~0.1 s each, more under load), so the noise starts only after all of them.
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.5 + 0.3 * 8, seconds: 1.0, leadOut: 0.5, channels: 8),
+                              to: path("input.wav"))
+        var entries: [SinkGraph.Entry] = []
+        var impulses: [String] = []
+        for input in 0..<8 {
+            for output in 0..<2 {
+                entries.append(.init(input, output, path("matrix.wav"), 2 * input + output))
+                impulses.append("{ input = \(input) output = \(output) filename = \"\(path("matrix.wav"))\" channel = \(2 * input + output) }")
+            }
+        }
+        let client = try ModuleClient.start(daemon, name: "surround", arguments: """
+            node.name = conv-surround mode = sink audio.position = [ \(positions.joined(separator: " ")) ] \
+            output.position = [ FL FR ] impulses = [ \(impulses.joined(separator: " ")) ]
+            """)
+        background.append(client)
+        do {
+            try daemon.waitForPorts(ofNode: "conv-surround", count: 16, timeout: 30)
+            try daemon.waitForPorts(ofNode: "output.conv-surround", count: 2, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(client.log)")
+        }
+        XCTAssertEqual(try daemon.portNames(ofNode: "output.conv-surround"), ["output_FL", "output_FR"])
+        try expectConvolution(sink: "conv-surround", positions: positions, outputPositions: ["FL", "FR"],
+                              input: path("input.wav"), entries: entries, wet: 1, dry: 0, irFrames: 960)
+    }
+
+    /// Plays `input` through `sink` linked by hand and compares with numpy: lag 0 (no added
+    /// latency) from start to end, and ≤ −80 dB error outside at most two glitches, each at most
+    /// 2048 frames + the IR long: under CPU load from other processes (the 2 cores are shared) a
+    /// cycle now and then differs and rings for an IR length, as in the filter-mode audio tests.
+    /// Up to two runs (each printed).
+    private func expectConvolution(sink: String, positions: [String], outputPositions: [String]? = nil, input: String,
+                                   entries: [SinkGraph.Entry], wet: Double, dry: Double, irFrames: Int,
+                                   file: StaticString = #filePath, line: UInt = #line) throws {
+        let outputs = outputPositions ?? positions
+        var passed = false
+        for attempt in 1...2 where !passed {
+            let recording = try playByHand(sink: sink, positions: positions, outputPositions: outputs, input: input,
+                                           tag: "\(sink)-\(attempt)")
+            let results = try SinkGraph.compare(recording: recording, input: nil, inputs: positions.count, outputs: outputs.count,
+                                                entries: entries, wet: wet, dry: dry, workDirectory: daemon.runtimeDirectory)
+            passed = results.count == outputs.count
+            for (channel, result) in results.enumerated() {
+                print("\(sink) by hand, attempt \(attempt), output \(channel): \(result)")
+                passed = passed && result.lag == 0 && result.endLag == 0 && result.cleanErrorDB <= -80
+                    && result.glitches.count <= 2 && result.glitches.allSatisfy { $0[1] <= 2048 + irFrames }
+                    && result.correlation >= 0.99
+            }
+        }
+        XCTAssertTrue(passed, "\(sink): the output is numpy's \(wet)·(input ∗ IR) + \(dry)·input at lag 0 (see the printed runs)",
+                      file: file, line: line)
+    }
+
+    /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
+    /// pw-play's output (inputs first, then outputs), all linked by hand. Returns the recording.
+    private func playByHand(sink: String, positions: [String], outputPositions: [String], input: String, tag: String) throws -> String {
+        let recorder = "rec-\(tag)", player = "play-\(tag)"
+        let recording = path("\(recorder).wav")
+        let channels = positions.count + outputPositions.count
+        let recorded = channels == 4 ? ["FL", "FR", "RL", "RR"] : (0..<channels).map { "AUX\($0)" }
+        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream(recorder), "--format", "f32", "--rate", "48000",
+                                "--channels", "\(channels)", "--channel-map", recorded.joined(separator: ","), recording],
+                               logName: "\(recorder).log")
+        try daemon.waitForPorts(ofNode: recorder, count: channels)
+        for (position, target) in zip(outputPositions, recorded.suffix(outputPositions.count)) {
+            try daemon.link("output.\(sink):output_\(position)", "\(recorder):input_\(target)")
+        }
+        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream(player), "--channels", "\(positions.count)",
+                              "--channel-map", positions.joined(separator: ","), input], logName: "\(player).log")
+        try daemon.waitForPorts(ofNode: player, count: positions.count)
+        for (position, target) in zip(positions, recorded) {
+            try daemon.link("\(player):output_\(position)", "\(recorder):input_\(target)")
+            try daemon.link("\(player):output_\(position)", "\(sink):playback_\(position)")
+        }
+        guard play.waitForExit(timeout: 30) else { throw TestFailure("pw-play did not finish; log: \(play.log)") }
         usleep(300_000)
         record.interrupt()
-        return try SinkGraph.compare(recording: recording, input: nil, impulse: path("ir.wav"), wet: 0.4, dry: 0.2,
-                                     workDirectory: daemon.runtimeDirectory)
+        return recording
     }
 
     func testUnknownChannelPositionIsRefusedInSinkMode() throws {
@@ -251,6 +352,7 @@ final class SinkModeTests: XCTestCase {
             try daemon.link("play-rt:output_\(position)", "conv-rtsink:playback_\(position)")
         }
         usleep(2_000_000)
+        let callsBefore = try Self.calls(daemon, node: "conv-rtsink")
         try host.arm()
         let changes: [[String]] = [
             ["pw-cli", "set-param", "\(nodeID)", "Props", "{ params = [ \"gain\" 0.5 \"mix\" 0.3 \"bypass\" true ] }"],
@@ -267,18 +369,67 @@ final class SinkModeTests: XCTestCase {
         }
         usleep(800_000)
         let report = try host.dump()
+        // Statistics are published once a second: read them after the next publication.
+        usleep(1_200_000)
+        let callsAfter = try Self.calls(daemon, node: "conv-rtsink")
         _ = play.waitForExit(timeout: 20)
         record.interrupt()
         print(report.summary)
+        print("convolver.calls before arming \(callsBefore), after the dump \(callsAfter)")
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-rtsink")).properties
         XCTAssertEqual("\(statistics["convolver.ir"] ?? "")", path("ir-b.wav"), "the IR change reached the sink")
+        // ~5.6 s armed at quanta 64…1024: hundreds of playback callbacks ran the convolver under watch.
+        XCTAssertGreaterThan(callsAfter - callsBefore, 200, "the sink's callbacks ran while armed")
         XCTAssertFalse(report.dataThreads.isEmpty, "the data thread was watched")
         XCTAssertFalse(report.helperThreads.isEmpty, "helper threads were watched")
         for thread in report.dataThreads + report.helperThreads {
             XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(report.sites(of: thread))")
             XCTAssertEqual(thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(report.sites(of: thread))")
+            // FTZ/DAZ, as in RealtimeSafetyLiveTests: set on every clock read but a new helper's first.
+            XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set")
+            XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again")
+            XCTAssertLessThanOrEqual(thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set")
         }
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
+    }
+
+    /// What makes the zeros above mean something in sink mode: with the test hook that allocates
+    /// an array in every `RealtimeProcessor.process` call, the counter sees it on the watched data
+    /// thread, i.e. the sink's playback callback runs on a thread the check watches.
+    func testCounterCatchesAnAllocatingSinkCallback() throws {
+        try daemon.setQuantum(256)
+        try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.2, seconds: 5, leadOut: 0.2), to: path("input.wav"))
+        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-allocsink",
+                                         arguments: "node.name = conv-allocsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
+                                         extraEnvironment: ["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS": "1"])
+        background.append(host.client)
+        try daemon.waitForPorts(ofNode: "output.conv-allocsink", count: 2, timeout: 30)
+        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream("rec-alloc"), "--format", "f32", "--rate", "48000",
+                                "--channels", "2", path("rec-alloc.wav")], logName: "rec-alloc.log")
+        try daemon.waitForPorts(ofNode: "rec-alloc", count: 2)
+        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream("play-alloc"), path("input.wav")], logName: "play-alloc.log")
+        try daemon.waitForPorts(ofNode: "play-alloc", count: 2)
+        for position in ["FL", "FR"] {
+            try daemon.link("output.conv-allocsink:output_\(position)", "rec-alloc:input_\(position)")
+            try daemon.link("play-alloc:output_\(position)", "conv-allocsink:playback_\(position)")
+        }
+        usleep(1_000_000)
+        try host.arm()
+        usleep(2_000_000)
+        let report = try host.dump()
+        play.stop()
+        record.interrupt()
+        print(report.summary)
+        // 2 s at 256 frames per call is ~375 calls; allow for calls at other sizes.
+        XCTAssertGreaterThan(report.dataThreads.map(\.allocations).reduce(0, +), 100,
+                             "the counter must catch the allocating sink callback")
+    }
+
+    /// The sink node's `convolver.calls` statistic.
+    private static func calls(_ daemon: PrivatePipeWire, node: String) throws -> Int {
+        let properties = try XCTUnwrap(try daemon.nodeProperties(node)).properties
+        return Int("\(properties["convolver.calls"] ?? "")") ?? 0
     }
 
     private func waitFor(_ what: String, timeout: TimeInterval, _ condition: @escaping () -> Bool) throws {
@@ -300,10 +451,10 @@ private enum SinkSignals {
         }
     }
 
-    /// Stereo white noise at 0.25 between silences (seconds at 48 kHz).
-    static func noise(leadIn: Double, seconds: Double, leadOut: Double) -> [[Float]] {
+    /// White noise at 0.25 between silences (seconds at 48 kHz), different per channel.
+    static func noise(leadIn: Double, seconds: Double, leadOut: Double, channels: Int = 2) -> [[Float]] {
         var random = Random(state: 0x5EED_0F_51CC)
-        return (0..<2).map { _ in
+        return (0..<channels).map { _ in
             [Float](repeating: 0, count: Int(leadIn * 48000)) + (0..<Int(seconds * 48000)).map { _ in 0.25 * random.next() }
                 + [Float](repeating: 0, count: Int(leadOut * 48000))
         }
@@ -368,42 +519,72 @@ private enum SinkGraph {
     }
 
     struct ChannelResult: Decodable, CustomStringConvertible {
-        /// Recording frame of the expected signal's frame 0 (cross-correlation).
+        /// Recording frame of the expected signal's frame 0 (cross-correlation)…
         var lag: Int
+        /// …and the same found over the last second of input: equal if nothing was dropped or repeated.
+        var endLag: Int
         /// Error energy over expected energy, aligned at `lag`, over the overlap.
         var errorDB: Double
+        /// The same outside the glitches.
+        var cleanErrorDB: Double
+        /// Runs of wrong samples (> 1e-4 off): [start, length].
+        var glitches: [[Int]]
         var correlation: Double
         /// Recorded energy over expected energy, aligned at `lag`.
         var energyRatio: Double
         var comparedFrames: Int
         var description: String {
-            "lag \(lag), error \(String(format: "%.1f", errorDB)) dB, correlation \(String(format: "%.6f", correlation)), "
-                + "energy ratio \(String(format: "%.4f", energyRatio)), \(comparedFrames) frames"
+            "lag \(lag) (end \(endLag)), error \(String(format: "%.1f", errorDB)) dB "
+                + "(\(String(format: "%.1f", cleanErrorDB)) dB outside glitches \(glitches)), "
+                + "correlation \(String(format: "%.6f", correlation)), energy ratio \(String(format: "%.4f", energyRatio)), "
+                + "\(comparedFrames) frames"
         }
     }
 
-    /// numpy/scipy in double precision: expected = wet·(x ∗ h) + dry·x per channel, where x is
-    /// the recording's first half of channels (`input == nil`) or the file `input`; the output is
-    /// the recording's second half (`input == nil`) or all of it.
+    /// One IR of the reference: input `input` convolved with channel `channel` of `file` adds to
+    /// output `output`.
+    struct Entry: Encodable {
+        var input: Int, output: Int, file: String, channel: Int
+        init(_ input: Int, _ output: Int, _ file: String, _ channel: Int) {
+            self.input = input
+            self.output = output
+            self.file = file
+            self.channel = channel
+        }
+    }
+
+    /// Stereo `file` channel i on input i → output i.
+    static func stereo(_ file: String) -> [Entry] { [.init(0, 0, file, 0), .init(1, 1, file, 1)] }
+
+    /// numpy/scipy in double precision: expected output o = wet·Σ(x_i ∗ h) + dry·x_o, where x is
+    /// the recording's first `inputs` channels (no `input` file) or the file `input`; the outputs
+    /// are the recording's next channels, or all of them when `input` is a file.
     static let script = #"""
     import json, sys, warnings
     warnings.simplefilter("ignore")
     import numpy as np
     from scipy.io import wavfile
     from scipy.signal import fftconvolve
-    rec, inp, ir, wet, dry = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
+    spec = json.load(open(sys.argv[1]))
     def load(path):
         data = np.asarray(wavfile.read(path)[1], dtype=np.float64)
         return data.reshape(len(data), -1)
-    r = load(rec); h = load(ir)
-    if inp == "none":
-        n = r.shape[1] // 2; x = r[:, :n]; y = r[:, n:]
+    r = load(spec["recording"]); n = spec["inputs"]; wet, dry = spec["wet"], spec["dry"]
+    if spec.get("input"):
+        x = load(spec["input"]); y = r
     else:
-        x = load(inp); y = r
+        x = r[:, :n]; y = r[:, n:]
+    files = {}
     out = []
-    for c in range(y.shape[1]):
-        e = wet * fftconvolve(x[:, c], h[:, c]); e[:len(x)] += dry * x[:, c]
-        got = y[:, c]
+    for o in range(spec["outputs"]):
+        e = np.zeros(len(x) + max(len(load(en["file"])) for en in spec["entries"]))
+        for en in spec["entries"]:
+            if en["output"] != o: continue
+            h = files.setdefault(en["file"], load(en["file"]))
+            c = fftconvolve(x[:, en["input"]], h[:, en["channel"]])
+            e[:len(c)] += wet * c
+        if o < x.shape[1]: e[:len(x)] += dry * x[:, o]
+        got = y[:, o]
         size = 1 << int(np.ceil(np.log2(len(got) + len(e))))
         corr = np.fft.irfft(np.fft.rfft(got, size) * np.conj(np.fft.rfft(e, size)), size)
         lag = int(np.argmax(np.abs(corr)))
@@ -411,19 +592,45 @@ private enum SinkGraph {
         a = got[max(lag, 0):]; b = e[max(-lag, 0):]
         m = min(len(a), len(b)); a = a[:m]; b = b[:m]
         err = a - b
-        out.append({"lag": lag, "errorDB": float(10 * np.log10(max(np.sum(err ** 2), 1e-300) / np.sum(b ** 2))),
+        # The lag again over the last second of input: equal when no sample was dropped or repeated.
+        active = np.nonzero(np.any(np.abs(x) > 0, axis=1))[0]
+        tail = max(int(active[0]), int(active[-1]) - 48000)
+        probe = e[tail:int(active[-1])]
+        corr = np.fft.irfft(np.fft.rfft(got, size) * np.conj(np.fft.rfft(probe, size)), size)
+        end_lag = int(np.argmax(np.abs(corr)))
+        if end_lag >= size // 2: end_lag -= size
+        end_lag -= tail
+        # Runs of wrong samples (> 1e-4 off; gaps under 256 frames merged): [start, length].
+        glitches = []
+        for index in np.nonzero(np.abs(err) > 1e-4)[0]:
+            if glitches and index - (glitches[-1][0] + glitches[-1][1]) < 256:
+                glitches[-1][1] = int(index) - glitches[-1][0] + 1
+            else:
+                glitches.append([int(index), 1])
+        mask = np.ones(m, dtype=bool)
+        for start, length in glitches: mask[start:start + length] = False
+        def db(num, den): return float(10 * np.log10(max(num, 1e-300) / max(den, 1e-300)))
+        out.append({"lag": lag, "endLag": end_lag, "errorDB": db(np.sum(err ** 2), np.sum(b ** 2)),
+                    "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(b[mask] ** 2)), "glitches": glitches[:20],
                     "correlation": float(np.dot(a, b) / np.sqrt(np.dot(a, a) * np.dot(b, b))),
                     "energyRatio": float(np.sum(a ** 2) / np.sum(b ** 2)), "comparedFrames": int(m)})
     print(json.dumps(out))
     """#
 
-    static func compare(recording: String, input: String?, impulse: String, wet: Double, dry: Double,
-                        workDirectory: String) throws -> [ChannelResult] {
+    private struct Spec: Encodable {
+        var recording: String, input: String?, inputs: Int, outputs: Int, entries: [Entry], wet: Double, dry: Double
+    }
+
+    static func compare(recording: String, input: String?, inputs: Int, outputs: Int, entries: [Entry],
+                        wet: Double, dry: Double, workDirectory: String) throws -> [ChannelResult] {
         let scriptPath = workDirectory + "/compare-sink.py"
+        let specPath = workDirectory + "/compare-sink-\(UUID().uuidString).json"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        try JSONEncoder().encode(Spec(recording: recording, input: input, inputs: inputs, outputs: outputs, entries: entries,
+                                      wet: wet, dry: dry)).write(to: URL(fileURLWithPath: specPath))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [scriptPath, recording, input ?? "none", impulse, "\(wet)", "\(dry)"]
+        process.arguments = [scriptPath, specPath]
         let pipe = Pipe()
         process.standardOutput = pipe
         let errors = Pipe()
