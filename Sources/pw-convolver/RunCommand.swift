@@ -16,7 +16,9 @@ enum RunCommand: Command {
         monitor_<POS>; Props and statistics are on this node) and its output stream output.NAME
         (ports output_<POS>), which WirePlumber links to --target or the default sink. Without a
         session manager, link both by hand: pw-link <app>:output_FL NAME:playback_FL and
-        pw-link output.NAME:output_FL <device>:playback_FL.
+        pw-link output.NAME:output_FL <device>:playback_FL. In sink mode the positions must be
+        names PipeWire knows (FL FR FC LFE SL SR RL RR ... AUX0...AUX63); the output stream has
+        output.position (--args '{ output.position = [ FL FR ] }'), by default the same.
 
         Options (each is the module argument in brackets):
           --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall or builtin:dirac [filename]
