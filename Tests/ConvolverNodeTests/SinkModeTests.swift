@@ -7,7 +7,9 @@ import XCTest
 /// - with WirePlumber 0.4.13 running against the daemon: a stream played with `--target <name>`
 ///   is routed into the sink, the sink's output reaches the default sink (a null sink), the
 ///   recording of that sink's monitor is the convolution of the file (numpy), `wpctl status`
-///   lists the sink and `wpctl set-default` makes it the default;
+///   lists the sink and `wpctl set-default` makes it the default, after which an untargeted
+///   stream goes into it while its output stays on the device; `--target` sends the output
+///   stream to another sink;
 /// - without a session manager: everything linked by hand; one recorder takes the sink's input
 ///   and its output in the same cycles, so the output must be numpy's convolution at lag 0;
 /// - the real-time contract of the sink's stream callbacks (allocations and mutex locks counted
@@ -139,6 +141,21 @@ final class SinkModeTests: XCTestCase {
         XCTAssertFalse(defaultLinks.contains { $0.hasPrefix("output.conv-wp:") && $0.contains("-> conv-wp:") },
                        "the sink's output is not linked into itself")
         XCTAssertTrue(defaultPlayer.waitForExit(timeout: 20), "pw-play finished; log: \(defaultPlayer.log)")
+
+        // target.object (--target): the output stream goes to that sink, not to the default.
+        let (createdOther, createOtherOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
+            "{ factory.name = support.null-audio-sink node.name = othersink node.description = OtherSink "
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
+        XCTAssertEqual(createdOther, 0, createOtherOutput)
+        let targeted = try spawn([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-target",
+                                  "--target", "othersink", "--ir", path("ir.wav")], logName: "conv-target.log")
+        try waitFor("WirePlumber linked output.conv-target to othersink; log:\n\(targeted.log)", timeout: 30) {
+            let links = (try? SinkGraph.links(self.daemon)) ?? []
+            return links.contains("output.conv-target:output_FL -> othersink:playback_FL")
+                && links.contains("output.conv-target:output_FR -> othersink:playback_FR")
+        }
+        XCTAssertFalse(((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
+                       "output.conv-target goes only to its target")
     }
 
     /// WirePlumber 0.4.13 from the daemon's runtime dir, with Debian's config minus what needs a
