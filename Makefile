@@ -17,7 +17,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build test test-live demo bench bench-live soak clean install uninstall
+.PHONY: deps build test demo bench bench-live soak clean install uninstall
 
 # Installs only what is missing; `apt-get update` only when something must be installed.
 deps:
@@ -34,11 +34,6 @@ build: deps
 # The node tests start their own private PipeWire; scripts/run-tests.sh ends whatever they leave behind.
 test: deps
 	scripts/run-tests.sh
-
-# Also the sample-exact pw-play -> node -> pw-record comparisons, which the graph of a small VM
-# now and then upsets (see Tests/ConvolverNodeTests/Support/LiveAudio.swift).
-test-live: deps
-	SWIFT_CONVOLVER_LIVE_AUDIO=1 scripts/run-tests.sh
 
 demo: build
 	scripts/demo.sh

@@ -48,7 +48,8 @@ let package = Package(
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "AllocationCounter"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
-        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter"]),
+        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter"],
+                    exclude: ["Support/compare_recording.py"]),
         // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
         .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),
     ]

@@ -44,26 +44,12 @@ final class ControlTests: XCTestCase {
         try PlayThrough(daemon: daemon, nodeName: "conv-control")
             .run(inputPath: path("input.wav"), recordingPath: path("rec-\(tag).wav"), seconds: 1.5, tailSeconds: 0.3, tag: tag)
         let results = try NumpyReference.compare(recording: path("rec-\(tag).wav"), channels: positions.count,
-                                                 impulse: path("ir.wav"), wet: wet, dry: dry,
+                                                 impulse: path("ir.wav"), wet: wet, dry: dry, played: path("input.wav"),
                                                  workDirectory: daemon.runtimeDirectory)
-        for (channel, result) in results.enumerated() {
-            print("\(tag) channel \(channel): lag \(result.lag)/\(result.endLag), error \(String(format: "%.1f", result.errorDB)) dB, "
-                  + "outside glitches \(String(format: "%.1f", result.cleanErrorDB)) dB, glitches \(result.glitches)")
-            XCTAssertEqual(result.lag, 0, "\(tag) channel \(channel)")
-            XCTAssertEqual(result.endLag, result.lag, "\(tag) channel \(channel)")
-            // One graph hiccup is tolerated (printed): on this 2-core VM a cycle now and then gives
-            // the node other input than the recorder saw, wrong for one IR length. The lag must
-            // hold and everything else must match.
-            XCTAssertLessThanOrEqual(result.glitches.count, 1, "\(tag) channel \(channel)")
-            for glitch in result.glitches {
-                XCTAssertLessThanOrEqual(glitch[1], TestSignals.syntheticImpulse()[0].count + 2048, "\(tag) channel \(channel)")
-            }
-            XCTAssertLessThanOrEqual(result.cleanErrorDB, -90, "\(tag) channel \(channel)")
-        }
+        NumpyReference.assertMatch(results, outputs: positions.count, label: tag)
     }
 
     func testPropsChangeOutputAndReadBack() throws {
-        try LiveAudio.requireEnabled()
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         let client = try ModuleClient.start(daemon, name: "conv-control",
                                             arguments: "node.name = conv-control filename = \"\(path("ir.wav"))\"")

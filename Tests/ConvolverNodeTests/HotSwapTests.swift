@@ -139,7 +139,6 @@ final class HotSwapTests: XCTestCase {
     /// state's (10% slack: the fade's own slope adds up to 2·0.3/2400 per sample); with
     /// `crossfade = 0` (hard switch) the same measurement shows the click, so it can fail.
     func testSwapDuringPlaybackIsCrossfadedWithoutClickOrLateCycles() throws {
-        try LiveAudio.requireEnabled()
         try writeImpulses()
         // This VM sometimes misses a cycle for any node (FACTS.md: scheduling jitter): the recording
         // then holds a block of zeros (a dropout), sometimes with a late cycle counted. Such a run

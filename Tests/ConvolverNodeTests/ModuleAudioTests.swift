@@ -38,42 +38,20 @@ final class ModuleAudioTests: XCTestCase {
         return client
     }
 
-    /// Asserts every channel matches at ≤ −90 dB, at lag 0 from start to end (zero latency,
-    /// nothing dropped or repeated), over the whole expected signal.
-    /// `allowedGlitches`: at q=64 this VM's graph misses deadlines (FACTS.md: "quantum 64 is
-    /// unreliable here for any node, even an empty one"; two plain pw-record on one pw-play drifted
-    /// apart there). Then the node's input and the recorder's copy of it differ at one point and
-    /// the difference rings through the IR: a run of wrong samples about one IR long, with the lag
-    /// unchanged afterwards. The quantum test allows a few such runs, each at most two quanta of
-    /// 1024 plus the IR long; the lag must stay 0 and everything outside them must be ≤ −90 dB.
-    /// Each glitch is printed. The steady-quantum tests allow none.
-    @discardableResult
+    /// Compares the recording with numpy (NumpyReference.assertMatch). `allowedGlitches`: the
+    /// quantum test allows a few runs of wrong samples no graph event explains (at q=64 this VM's
+    /// graph misses deadlines, FACTS.md), each at most two quanta of 1024 plus the IR long.
     private func assertMatches(impulse: String?, recording: String, wet: Double, dry: Double,
                                allowedGlitches: Int = 0, impulseFrames: Int = 0,
-                               file: StaticString = #filePath, line: UInt = #line) throws -> [Int] {
+                               file: StaticString = #filePath, line: UInt = #line) throws {
         if let node = try? daemon.nodeProperties(nodeUnderTest) {
             let statistics = node.properties.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
             print("node statistics: " + statistics.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
         let results = try NumpyReference.compare(recording: recording, channels: positions.count, impulse: impulse,
-                                                 wet: wet, dry: dry, workDirectory: daemon.runtimeDirectory)
-        XCTAssertEqual(results.count, positions.count, file: file, line: line)
-        for (channel, result) in results.enumerated() {
-            print("channel \(channel): lag \(result.lag) (end \(result.endLag)) frames, error \(String(format: "%.1f", result.errorDB)) dB, "
-                  + "outside glitches \(String(format: "%.1f", result.cleanErrorDB)) dB, glitches \(result.glitches), "
-                  + "\(result.comparedFrames) frames")
-            XCTAssertEqual(result.lag, 0, "channel \(channel): zero added latency", file: file, line: line)
-            XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated", file: file, line: line)
-            XCTAssertLessThanOrEqual(result.glitches.count, allowedGlitches, "channel \(channel)", file: file, line: line)
-            for glitch in result.glitches {
-                XCTAssertLessThanOrEqual(glitch[1], 2 * 1024 + impulseFrames, "channel \(channel): glitch \(glitch)", file: file, line: line)
-            }
-            XCTAssertLessThanOrEqual(allowedGlitches == 0 ? result.errorDB : result.cleanErrorDB, -90,
-                                     "channel \(channel)", file: file, line: line)
-            XCTAssertGreaterThanOrEqual(result.comparedFrames, result.expectedFrames,
-                                        "channel \(channel): the recording must hold the whole input", file: file, line: line)
-        }
-        return results.map(\.lag)
+                                                 wet: wet, dry: dry, played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        NumpyReference.assertMatch(results, outputs: positions.count, label: nodeUnderTest, allowedGlitches: allowedGlitches,
+                                   glitchLimit: 2 * 1024 + impulseFrames, file: file, line: line)
     }
 
     func testNodeAndPortsAppear() throws {
@@ -87,7 +65,6 @@ final class ModuleAudioTests: XCTestCase {
     }
 
     func testSyntheticImpulseResponseMatchesReference() throws {
-        try LiveAudio.requireEnabled()
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 2), to: path("input.wav"))
         let client = try startNode("conv-synth", arguments: "filename = \"\(path("ir.wav"))\"")
@@ -98,7 +75,6 @@ final class ModuleAudioTests: XCTestCase {
     }
 
     func testBuiltinHallMatchesReference() throws {
-        try LiveAudio.requireEnabled()
         let hall = try ImpulseResponse.load("builtin:hall", sampleRate: 48000)
         try TestSignals.write(hall.channels, to: path("hall.wav"))
         let hallSeconds = Double(hall.frameCount) / 48000
@@ -114,7 +90,6 @@ final class ModuleAudioTests: XCTestCase {
     /// received (recorded beside it) at one constant lag, ≤ −90 dB over the whole signal, so the
     /// node dropped or repeated no sample.
     func testQuantumChangesKeepOutputContinuous() throws {
-        try LiveAudio.requireEnabled()
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 4), to: path("input.wav"))
         try daemon.setQuantum(64)

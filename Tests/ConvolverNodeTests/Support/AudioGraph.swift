@@ -49,92 +49,136 @@ enum TestSignals {
 }
 
 /// The reference comparison, done by numpy/scipy in double precision (an implementation
-/// independent of the engine): expected = wet · (input ∗ IR) + dry · input, per channel; the lag
-/// is found by cross-correlation; the error is measured over every recorded sample of the
-/// expected signal after that lag.
+/// independent of the engine) by Support/compare_recording.py: expected output o =
+/// wet · Σ_entries(input i ∗ IR) + dry · input o, against what the node received (recorded beside
+/// its output, see PlayThrough); the lag is found by cross-correlation; the error is measured over
+/// every recorded sample of the expected signal after that lag. Places where the graph ran the node
+/// once more in a cycle are modelled and listed as graph events (see the script's header).
 enum NumpyReference {
     struct ChannelResult: Decodable {
         /// Recording frame of expected frame 0, found by cross-correlation at the start…
         var lag: Int
         /// …and again over the last second of the signal: equal when nothing was dropped or repeated.
         var endLag: Int
-        /// Error energy over expected energy, all compared frames.
+        /// Error energy over expected energy, all compared frames (graph events modelled).
         var errorDB: Double
         /// The same, outside the glitch windows.
         var cleanErrorDB: Double
-        /// Runs of wrong samples (> 1e-4 off; gaps under 256 frames merged): [start, length].
+        /// Runs of wrong samples no graph event explains (> 1e-4 off; gaps under 256 frames merged):
+        /// [start, length].
         var glitches: [[Int]]
+        /// Extra node cycles of the graph, each explained at float precision.
+        var graphEvents: [GraphEvent]
         var comparedFrames: Int
         var expectedFrames: Int
     }
 
-    static let script = #"""
-    import json, sys, warnings
-    warnings.simplefilter("ignore")
-    import numpy as np
-    from scipy.io import wavfile
-    from scipy.signal import fftconvolve
-    rec, channels, ir, wet, dry = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
-    def load(path):
-        rate, data = wavfile.read(path)
-        data = np.asarray(data, dtype=np.float64)
-        return data.reshape(len(data), -1)
-    def find_lag(got, probe, offset):
-        n = 1 << int(np.ceil(np.log2(len(got) + len(probe))))
-        corr = np.fft.irfft(np.fft.rfft(got, n) * np.conj(np.fft.rfft(probe, n)), n)[: len(got)]
-        return int(np.argmax(np.abs(corr))) - offset
-    def db(num, den):
-        return float(10 * np.log10(max(num, 1e-300) / max(den, 1e-300)))
-    both = load(rec)
-    x = both[:, :channels]; r = both[:, channels:2 * channels]   # node input | node output, same cycles
-    h = load(ir) if ir != "none" else np.ones((1, x.shape[1]))
-    out = []
-    for c in range(x.shape[1]):
-        hc = h[:, c if h.shape[1] > 1 else 0]
-        expected = wet * fftconvolve(x[:, c], hc) if wet != 0 else np.zeros(len(x) + len(hc) - 1)
-        expected[:len(x)] += dry * x[:, c]
-        got = r[:, c]
-        active = np.nonzero(np.abs(x[:, c]) > 0)[0]   # the input's noise, not the IR's quiet tail
-        first, last = int(active[0]), int(active[-1])
-        lag = find_lag(got, expected[: first + 48000], 0)
-        tail_start = max(first, last - 48000)
-        end_lag = find_lag(got, expected[tail_start: last], tail_start)
-        m = max(0, min(len(expected), len(got) - lag))
-        err = got[lag:lag + m] - expected[:m]
-        bad = np.nonzero(np.abs(err) > 1e-4)[0]
-        glitches = []
-        for index in bad:
-            if glitches and index - (glitches[-1][0] + glitches[-1][1]) < 256:
-                glitches[-1][1] = int(index) - glitches[-1][0] + 1
-            else:
-                glitches.append([int(index), 1])
-        mask = np.ones(m, dtype=bool)
-        for start, length in glitches: mask[start:start + length] = False
-        out.append({"lag": lag, "endLag": end_lag, "errorDB": db(np.sum(err ** 2), np.sum(expected[:m] ** 2)),
-                    "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(expected[:m][mask] ** 2)),
-                    "glitches": glitches[:20], "comparedFrames": int(m), "expectedFrames": int(len(x))})
-    print(json.dumps(out))
-    """#
+    struct GraphEvent: Decodable, CustomStringConvertible {
+        var kind: String
+        var at: Int
+        var frames: Int
+        var description: String { "\(kind) (\(frames) frames) at \(at)" }
+    }
 
-    /// `recording`: the node's input in the first `channels` channels and its output in the next.
-    static func compare(recording: String, channels: Int, impulse: String?, wet: Double, dry: Double,
-                        workDirectory: String) throws -> [ChannelResult] {
-        let scriptPath = workDirectory + "/compare.py"
-        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+    /// One IR file channel from one input to one output.
+    struct Entry: Encodable {
+        var input: Int
+        var output: Int
+        /// A WAV file, or "none" for a unit impulse.
+        var file: String
+        var channel: Int
+        init(_ input: Int, _ output: Int, _ file: String, _ channel: Int) {
+            self.input = input
+            self.output = output
+            self.file = file
+            self.channel = channel
+        }
+    }
+
+    private struct Spec: Encodable {
+        var recording: String
+        var inputs: Int
+        var outputs: Int
+        var entries: [Entry]
+        var wet: Double
+        var dry: Double
+        var played: String?
+    }
+
+    static let scriptPath = BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/compare_recording.py"
+
+    /// `recording`: the node's `inputs` channels, then its `outputs` channels; `played`: the file
+    /// pw-play played (to recognise the blocks the recorder missed).
+    static func compare(recording: String, inputs: Int, outputs: Int, entries: [Entry], wet: Double, dry: Double,
+                        played: String?, workDirectory: String) throws -> [ChannelResult] {
+        var spec = Spec(recording: recording, inputs: inputs, outputs: outputs, entries: entries, wet: wet, dry: dry, played: played)
+        if let keep = ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_KEEP_RECORDINGS"] {
+            // For a look afterwards: the spec and its files, copied to that directory.
+            let prefix = keep + "/" + URL(fileURLWithPath: recording).deletingPathExtension().lastPathComponent + "-\(UUID().uuidString.prefix(8))"
+            func copy(_ path: String, _ suffix: String) -> String {
+                try? FileManager.default.copyItem(atPath: path, toPath: prefix + suffix)
+                return prefix + suffix
+            }
+            spec.recording = copy(recording, "-recording.wav")
+            spec.played = played.map { copy($0, "-played.wav") }
+            spec.entries = entries.map { entry in
+                var entry = entry
+                if entry.file != "none" { entry.file = copy(entry.file, "-ir-" + URL(fileURLWithPath: entry.file).lastPathComponent) }
+                return entry
+            }
+            try? JSONEncoder().encode(spec).write(to: URL(fileURLWithPath: prefix + "-spec.json"))
+        }
+        let specPath = workDirectory + "/compare-\(UUID().uuidString).json"
+        try JSONEncoder().encode(spec).write(to: URL(fileURLWithPath: specPath))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [scriptPath, recording, "\(channels)", impulse ?? "none", "\(wet)", "\(dry)"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice   // scipy warns about WAV chunks it skips
+        process.arguments = [scriptPath, specPath]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0,
-              let results = try? JSONDecoder().decode([ChannelResult].self, from: data) else {
-            throw TestFailure("compare.py failed: \(String(decoding: data, as: UTF8.self))")
+        guard process.terminationStatus == 0, let results = try? JSONDecoder().decode([ChannelResult].self, from: data) else {
+            throw TestFailure("compare_recording.py failed: \(String(decoding: data, as: UTF8.self)) \(errorText.suffix(2000))")
         }
         return results
+    }
+
+    /// Prints each output's result and asserts: lag 0 (zero added latency) when `zeroLag`, the same
+    /// lag at the end (nothing dropped or repeated), the whole input recorded, at most
+    /// `allowedGlitches` runs of wrong samples that no graph event explains (each at most
+    /// `glitchLimit` frames), and ≤ −90 dB everywhere else. Graph events are printed.
+    static func assertMatch(_ results: [ChannelResult], outputs: Int, label: String, zeroLag: Bool = true,
+                            allowedGlitches: Int = 0, glitchLimit: Int = .max,
+                            file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertEqual(results.count, outputs, label, file: file, line: line)
+        for (channel, result) in results.enumerated() {
+            let name = "\(label) output \(channel)"
+            print("\(name): lag \(result.lag) (end \(result.endLag)), error \(String(format: "%.1f", result.errorDB)) dB, "
+                  + "outside glitches \(String(format: "%.1f", result.cleanErrorDB)) dB, glitches \(result.glitches), "
+                  + "graph events \(result.graphEvents.count): \(result.graphEvents.prefix(5).map(\.description)), "
+                  + "\(result.comparedFrames) frames")
+            if zeroLag { XCTAssertEqual(result.lag, 0, "\(name): zero added latency", file: file, line: line) }
+            XCTAssertEqual(result.endLag, result.lag, "\(name): samples dropped or repeated", file: file, line: line)
+            XCTAssertGreaterThanOrEqual(result.comparedFrames, result.expectedFrames, "\(name): the recording must hold the whole input",
+                                        file: file, line: line)
+            XCTAssertLessThanOrEqual(result.glitches.count, allowedGlitches, "\(name): unexplained wrong samples", file: file, line: line)
+            for glitch in result.glitches {
+                XCTAssertLessThanOrEqual(glitch[1], glitchLimit, "\(name): glitch \(glitch)", file: file, line: line)
+            }
+            XCTAssertLessThanOrEqual(allowedGlitches == 0 ? result.errorDB : result.cleanErrorDB, -90, name, file: file, line: line)
+        }
+    }
+
+    /// Channel c through `impulse`'s channel c (or its only channel; nil: a unit impulse).
+    static func compare(recording: String, channels: Int, impulse: String?, wet: Double, dry: Double,
+                        played: String? = nil, workDirectory: String) throws -> [ChannelResult] {
+        let impulseChannels = try impulse.map { try AudioFile.read(path: $0).channels.count } ?? 1
+        let entries = (0..<channels).map { Entry($0, $0, impulse ?? "none", impulseChannels > 1 ? $0 : 0) }
+        return try compare(recording: recording, inputs: channels, outputs: channels, entries: entries, wet: wet, dry: dry,
+                           played: played, workDirectory: workDirectory)
     }
 }
 
