@@ -227,6 +227,12 @@ final class SinkModeTests: XCTestCase {
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
         print("conv-hand: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
             .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        // Teardown of both streams (destroy order, hooks) while linked: a clean exit, no crash.
+        XCTAssertEqual(sink.interrupt(), 0, "pw-convolver run --sink exits cleanly on SIGINT; log:\n\(sink.log)")
+        XCTAssertTrue(waitUntil(timeout: 5) {
+            do { return try self.daemon.nodeProperties("output.conv-hand") == nil && self.daemon.nodeProperties("conv-hand") == nil }
+            catch { return false }
+        }, "both streams are gone with the client")
     }
 
     /// The shipped hall sink (pipewire-conf/swift-convolver-hall-sink.conf, as is), linked by hand.
@@ -247,6 +253,8 @@ final class SinkModeTests: XCTestCase {
         XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
         try expectConvolution(sink: "convolver-hall", positions: ["FL", "FR"], input: path("input.wav"),
                               entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
+        // The module unloads with its host process: both streams destroyed, a clean exit.
+        XCTAssertEqual(client.interrupt(), 0, "pipewire -c hall-sink.conf exits cleanly on SIGINT; log:\n\(client.log)")
     }
 
     /// 8 inputs → 2 outputs (the 7.1 → binaural shape): the sink and its output stream have
