@@ -288,13 +288,16 @@ final class RealtimeProcessor {
             }
         }
         if !steady {
+            let wetBefore = wetAmount, dryBefore = dryAmount
             for _ in 0..<frameCount {
                 wetAmount += (wetTarget - wetAmount) * coefficient
                 dryAmount += (dryTarget - dryAmount) * coefficient
             }
-            // Land exactly on the target once inaudibly close, so the steady path takes over.
-            if abs(wetAmount - wetTarget) < 1e-6 { wetAmount = wetTarget }
-            if abs(dryAmount - dryTarget) < 1e-6 { dryAmount = dryTarget }
+            // Land exactly on the target once inaudibly close, so the steady path takes over. In
+            // Float the glide stalls where (target − amount)·coefficient rounds away (a few 1e-6
+            // from the target, above any fixed threshold): a whole call without change also lands.
+            if abs(wetAmount - wetTarget) < 1e-6 || (frameCount > 0 && wetAmount == wetBefore) { wetAmount = wetTarget }
+            if abs(dryAmount - dryTarget) < 1e-6 || (frameCount > 0 && dryAmount == dryBefore) { dryAmount = dryTarget }
         }
     }
 }
