@@ -221,8 +221,13 @@ final class SinkModeTests: XCTestCase {
             (try? SinkGraph.convolverProps(self.daemon, node: "conv-hand"))?.first { $0.0 == "gain" }?.1 == 0.5
         }
 
-        try expectConvolution(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"),
-                              entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
+        let results = try expectConvolution(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"),
+                                            entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
+        // The gain/mix glide lands exactly on 0.4/0.2 (float precision, as without Props: about
+        // −130 dB); a glide that stalled a few 1e-6 short of its target measured −101 dB here.
+        for (channel, result) in results.enumerated() {
+            XCTAssertLessThanOrEqual(result.errorDB, -120, "output \(channel): Props applied exactly")
+        }
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-hand")).properties
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
         print("conv-hand: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
@@ -296,15 +301,17 @@ final class SinkModeTests: XCTestCase {
     /// Support/compare_recording.py, as every filter-mode audio test): lag 0 (no added latency)
     /// from start to end and ≤ −90 dB everywhere; places where the graph ran the node once more in
     /// a cycle (a late player, see the script) are modelled exactly, not tolerated; no glitch allowed.
+    @discardableResult
     private func expectConvolution(sink: String, positions: [String], outputPositions: [String]? = nil, input: String,
                                    entries: [NumpyReference.Entry], wet: Double, dry: Double,
-                                   file: StaticString = #filePath, line: UInt = #line) throws {
+                                   file: StaticString = #filePath, line: UInt = #line) throws -> [NumpyReference.ChannelResult] {
         let outputs = outputPositions ?? positions
         let recording = try playByHand(sink: sink, positions: positions, outputPositions: outputs, input: input, tag: sink)
         let results = try NumpyReference.compare(recording: recording, inputs: positions.count, outputs: outputs.count,
                                                  entries: entries, wet: wet, dry: dry, played: input,
                                                  workDirectory: daemon.runtimeDirectory)
         NumpyReference.assertMatch(results, outputs: outputs.count, label: "\(sink) by hand", file: file, line: line)
+        return results
     }
 
     /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
