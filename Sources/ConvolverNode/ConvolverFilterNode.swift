@@ -1,6 +1,7 @@
-// The convolver as a PipeWire `pw_filter`: one DSP input and output port per channel position,
-// live Props (gain, mix, bypass, filename), statistics in the node's properties once a second,
-// engines rebuilt off the real-time thread when the graph rate or the IR changes.
+// The convolver as a PipeWire node: in filter mode a `pw_filter` with one DSP input and output
+// port per channel position; in sink mode two pw_streams (SinkStreams, a virtual sink a session
+// manager routes into). Live Props (gain, mix, bypass, filename), statistics in the node's
+// properties once a second, engines rebuilt off the real-time thread when the rate or IR changes.
 import CConvolverShims
 import CPipeWire
 import Convolution
@@ -23,6 +24,8 @@ public final class ConvolverFilterNode {
     /// The rate the newest requested engine is for (requested or built).
     private var requestedRate: Int
     private var filter: OpaquePointer?
+    /// Sink mode's capture + playback streams (nil in filter mode).
+    private var sinkStreams: SinkStreams?
     /// PipeWire keeps pointers to the hook and event tables: both outlive the filter.
     private let filterListener: UnsafeMutablePointer<spa_hook>
     private let realtime: RealtimeProcessor
@@ -69,30 +72,37 @@ public final class ConvolverFilterNode {
         podBuffer.deallocate()
     }
 
-    /// The node's global id (SPA_ID_INVALID until the server assigned it).
-    public var nodeID: UInt32 { filter.map { pw_filter_get_node_id($0) } ?? UInt32.max }
+    /// The node's global id (SPA_ID_INVALID until the server assigned it). In sink mode the
+    /// sink's (capture stream's) id: the node that carries Props and statistics.
+    public var nodeID: UInt32 {
+        if let sinkStreams { return sinkStreams.nodeID }
+        return filter.map { pw_filter_get_node_id($0) } ?? UInt32.max
+    }
 
     private var userData: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
     private func createFilter(core: OpaquePointer) throws(ConvolverNodeError) {
-        // Sink mode stays one pw_filter rather than filter-chain's capture + playback pw_stream
-        // pair: one node, one process callback, so the existing data-thread path (and its zero
-        // added latency) is unchanged and no buffer is handed between two streams. The node is a
-        // sink to the graph (media.class Audio/Sink, inputs `playback_<POS>` as device sinks
-        // name them, node.virtual as filter-chain's sinks); its outputs `output_<POS>` are linked
-        // to the real sink by hand or qpwgraph. WirePlumber 0.4.13 lists it as a sink but does not
-        // route into it (its adapter finds no format on DSP ports): that needs filter-chain's
-        // two-stream design (README, "Sink mode").
-        let sink = configuration.mode == .sink
+        if configuration.mode == .sink {
+            // Two streams, as filter-chain's sinks: see SinkStreams. Props reach us from the sink node.
+            sinkStreams = try SinkStreams(core: core, configuration: configuration, realtime: realtime) { [unowned self] pod in
+                self.propsChanged(pod)
+            }
+        } else {
+            try createDSPFilter(core: core)
+        }
+        try connect()
+    }
+
+    /// Filter mode: one pw_filter, DSP ports `input_<POS>` and `output_<POS>`, routed by hand.
+    private func createDSPFilter(core: OpaquePointer) throws(ConvolverNodeError) {
         var pairs: [(String, String)] = [
             (PW_KEY_MEDIA_TYPE, "Audio"),
             (PW_KEY_NODE_NAME, configuration.nodeName), (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription),
             (PW_KEY_MEDIA_NAME, configuration.nodeDescription),
             ("audio.channels", "\(configuration.channelCount)"),
             ("audio.position", configuration.positions.joined(separator: ",")),
+            (PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP"),
         ]
-        pairs += sink ? [(PW_KEY_MEDIA_CLASS, "Audio/Sink"), (PW_KEY_NODE_VIRTUAL, "true")]
-                      : [(PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP")]
         if let target = configuration.targetObject { pairs.append((PW_KEY_TARGET_OBJECT, target)) }
         pairs += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         // pw_filter_new takes ownership of the properties.
@@ -102,7 +112,7 @@ public final class ConvolverFilterNode {
         self.filter = filter
         pw_filter_add_listener(filter, filterListener, Self.filterEvents, userData)
 
-        let portLists = [(SPA_DIRECTION_INPUT, sink ? "playback" : "input", configuration.positions),
+        let portLists = [(SPA_DIRECTION_INPUT, "input", configuration.positions),
                          (SPA_DIRECTION_OUTPUT, "output", configuration.outputChannelPositions)]
         for (direction, prefix, positions) in portLists {
             for (index, position) in positions.enumerated() {
@@ -118,7 +128,10 @@ public final class ConvolverFilterNode {
                 else { realtime.outputPorts[index] = port }
             }
         }
+    }
 
+    /// Wake event, builder and statistics timer, then connects the filter or the streams.
+    private func connect() throws(ConvolverNodeError) {
         wakeEvent = cpw_loop_add_event(loop, { data, _ in
             guard let data else { return }
             Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
@@ -136,8 +149,12 @@ public final class ConvolverFilterNode {
         var first = timespec(tv_sec: 1, tv_nsec: 0)
         _ = cpw_loop_update_timer(loop, statisticsTimer, &first, &interval, false)
 
-        let result = pw_filter_connect(filter, PW_FILTER_FLAG_RT_PROCESS, nil, 0)
-        guard result >= 0 else { throw .pipeWire(call: "pw_filter_connect", errno: -result) }
+        if let sinkStreams {
+            try sinkStreams.connect(configuration: configuration, sampleRate: requestedRate)
+        } else if let filter {
+            let result = pw_filter_connect(filter, PW_FILTER_FLAG_RT_PROCESS, nil, 0)
+            guard result >= 0 else { throw .pipeWire(call: "pw_filter_connect", errno: -result) }
+        }
         publishProps()
         publishStatistics()
     }
@@ -145,6 +162,8 @@ public final class ConvolverFilterNode {
     /// Destroys the filter (after which the data thread no longer runs `process`), then frees the
     /// engines and sources. Idempotent.
     public func destroy() {
+        sinkStreams?.destroy()   // after which the data thread no longer runs the streams' callbacks
+        sinkStreams = nil
         if let filter {
             pw_filter_destroy(filter)   // emits `destroy`, which removes our hook and clears `filter`
             if self.filter != nil {
@@ -237,11 +256,15 @@ public final class ConvolverFilterNode {
     // MARK: - Props
 
     private func publishProps() {
-        guard let filter,
+        guard filter != nil || sinkStreams != nil,
               let pod = PropsParam.build(controls, filename: configuration.filename,
                                                  crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
-        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
-        _ = pw_filter_update_params(filter, nil, &params, 1)
+        if let sinkStreams {
+            sinkStreams.updateParams(pod)
+        } else if let filter {
+            var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
+            _ = pw_filter_update_params(filter, nil, &params, 1)
+        }
     }
 
     fileprivate func propsChanged(_ pod: UnsafePointer<spa_pod>) {
@@ -274,7 +297,7 @@ public final class ConvolverFilterNode {
 
     /// Node properties with live statistics, once a second (main loop).
     private func publishStatistics() {
-        guard let filter else { return }
+        guard filter != nil || sinkStreams != nil else { return }
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"
@@ -301,7 +324,11 @@ public final class ConvolverFilterNode {
         guard values != lastPublished else { return }
         lastPublished = values
         let properties = makeProperties(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        _ = pw_filter_update_properties(filter, nil, &properties.pointee.dict)
+        if let sinkStreams {
+            sinkStreams.updateProperties(&properties.pointee.dict)
+        } else if let filter {
+            _ = pw_filter_update_properties(filter, nil, &properties.pointee.dict)
+        }
         pw_properties_free(properties)
     }
 

@@ -14,7 +14,8 @@ public final class ConvolverModuleInstance {
         filename=<path|builtin:NAME> gain=<linear> mix=<0..1> delay=<samples> offset=<samples> \
         length=<samples> resample.quality=<0..14> impulses=[ { input output filename channel gain } ] \
         workgroup={ threads=<auto|n> rt.prio=<n> } partition={ max=<samples> } \
-        crossfade=<seconds|"50ms"> crossfade.shape=<equal-power|linear>
+        crossfade=<seconds|"50ms"> crossfade.shape=<equal-power|linear> \
+        mode=<filter|sink> target.object=<node name or serial> output.position=[ FL FR ]
         """
 
     /// PW_TYPE_INTERFACE_Core (a macro Swift does not import).

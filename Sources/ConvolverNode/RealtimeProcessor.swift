@@ -28,9 +28,10 @@ final class RealtimeProcessor {
     /// Port data pointers from `pw_filter_add_port`, one per channel.
     let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    /// This call's buffers (nil: port not linked).
-    private let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>?>
-    private let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// This call's buffers (nil: port not linked). Filled by `process(position:)` from the filter's
+    /// ports, or by the sink mode's stream callback before `process(frameCount:...)`.
+    let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>?>
+    let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
 
     /// Retained `EngineSlot`s (Unmanaged opaque pointers), see the type's doc.
     let pendingEngine = Atomic<UnsafeMutableRawPointer?>(nil)
@@ -146,7 +147,20 @@ final class RealtimeProcessor {
         let graphRate = Int(position.pointee.clock.rate.denom)
         // Read now: the driver rewrites the shared clock at its next wake-up, even while we run.
         let deadline = position.pointee.clock.next_nsec
+        for channel in 0..<inputCount {
+            inputBuffers[channel] = UnsafePointer(
+                pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
+        }
+        for channel in 0..<outputCount {
+            outputBuffers[channel] =
+                pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
+        }
+        process(frameCount: frameCount, sampleRate: graphRate, deadline: deadline, startNanos: startNanos)
+    }
 
+    /// One cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount` frames
+    /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
+    func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil,
            let next = pendingEngine.exchange(nil, ordering: .acquiringAndReleasing) {
             swaps.add(1, ordering: .relaxed)
@@ -164,15 +178,6 @@ final class RealtimeProcessor {
                 }
             }
             activeEngine = next
-        }
-
-        for channel in 0..<inputCount {
-            inputBuffers[channel] = UnsafePointer(
-                pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
-        }
-        for channel in 0..<outputCount {
-            outputBuffers[channel] =
-                pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
         }
 
         if let activeEngine {
@@ -283,13 +288,16 @@ final class RealtimeProcessor {
             }
         }
         if !steady {
+            let wetBefore = wetAmount, dryBefore = dryAmount
             for _ in 0..<frameCount {
                 wetAmount += (wetTarget - wetAmount) * coefficient
                 dryAmount += (dryTarget - dryAmount) * coefficient
             }
-            // Land exactly on the target once inaudibly close, so the steady path takes over.
-            if abs(wetAmount - wetTarget) < 1e-6 { wetAmount = wetTarget }
-            if abs(dryAmount - dryTarget) < 1e-6 { dryAmount = dryTarget }
+            // Land exactly on the target once inaudibly close, so the steady path takes over. In
+            // Float the glide stalls where (target − amount)·coefficient rounds away (a few 1e-6
+            // from the target, above any fixed threshold): a whole call without change also lands.
+            if abs(wetAmount - wetTarget) < 1e-6 || (frameCount > 0 && wetAmount == wetBefore) { wetAmount = wetTarget }
+            if abs(dryAmount - dryTarget) < 1e-6 || (frameCount > 0 && dryAmount == dryBefore) { dryAmount = dryTarget }
         }
     }
 }

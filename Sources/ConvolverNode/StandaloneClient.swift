@@ -54,8 +54,7 @@ public enum StandaloneClient {
             pw_core_disconnect(core)
             throw error
         }
-        let ports = configuration.positions.map { "input_\($0)/output_\($0)" }.joined(separator: " ")
-        onRunning("node '\(configuration.nodeName)' running, ports \(ports); SIGINT/SIGTERM to stop")
+        onRunning(runningLine(configuration) + "; SIGINT/SIGTERM to stop")
         pw_main_loop_run(mainLoop)
 
         node.destroy()
@@ -64,5 +63,20 @@ public enum StandaloneClient {
             pw_core_disconnect(core)
         }
         if let serverGone { throw .disconnected(serverGone) }
+    }
+
+    /// What runs and which ports it has, for the line printed at start.
+    static func runningLine(_ configuration: NodeConfiguration) -> String {
+        let name = configuration.nodeName
+        switch configuration.mode {
+        case .filter:
+            let ports = configuration.positions.map { "input_\($0)" } + configuration.outputChannelPositions.map { "output_\($0)" }
+            return "node '\(name)' running, ports \(ports.joined(separator: " "))"
+        case .sink:
+            let inputs = configuration.positions.map { "\(name):playback_\($0)" }.joined(separator: " ")
+            let outputs = configuration.outputChannelPositions.map { "output.\(name):output_\($0)" }.joined(separator: " ")
+            return "sink '\(name)' running (inputs \(inputs)), its output stream 'output.\(name)' (ports \(outputs)) "
+                + "goes to \(configuration.targetObject ?? "the default sink")"
+        }
     }
 }

@@ -9,8 +9,16 @@ enum RunCommand: Command {
         Usage: pw-convolver [run] --ir FILE|builtin:NAME [options]
 
         Runs the convolver as a PipeWire filter node (ports input_<POS>/output_<POS> per channel)
-        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph. With --sink it is a virtual
-        sink apps can pick (inputs playback_<POS>); link its output_<POS> to the real sink.
+        until SIGINT or SIGTERM. Route it with pw-link or qpwgraph.
+
+        With --sink it is a virtual sink apps can pick as their output, made of two streams as
+        filter-chain's sinks are: the sink NAME (media.class Audio/Sink, inputs playback_<POS>,
+        monitor_<POS>; Props and statistics are on this node) and its output stream output.NAME
+        (ports output_<POS>), which WirePlumber links to --target or the default sink. Without a
+        session manager, link both by hand: pw-link <app>:output_FL NAME:playback_FL and
+        pw-link output.NAME:output_FL <device>:playback_FL. In sink mode the positions must be
+        names PipeWire knows (FL FR FC LFE SL SR RL RR ... AUX0...AUX63); the output stream has
+        output.position (--args '{ output.position = [ FL FR ] }'), by default the same.
 
         Options (each is the module argument in brackets):
           --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall or builtin:dirac [filename]
@@ -21,13 +29,16 @@ enum RunCommand: Command {
           --gain G                linear gain of the convolved signal (default 1.0) [gain]
           --mix M                 dry/wet, 0 = dry ... 1 = wet (default 1.0) [mix]
           --threads N|auto|levels workgroup helper threads (default auto) [workgroup.threads]
-          --target NODE           target.object, for a session manager's routing [target.object]
-          --sink                  a virtual sink (media.class Audio/Sink, inputs playback_<POS>) [mode = sink]
+          --target NODE           where the session manager sends the output (a node name or serial; in
+                                  sink mode the default sink when absent) [target.object]
+          --sink                  a virtual sink apps can pick (see above) [mode = sink]
           --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
 
-        Example:
+        Examples:
           pw-convolver --ir builtin:hall --name hall
           pw-link <source>:output_FL hall:input_FL
+          pw-convolver --ir builtin:hall --name hall-sink --sink
+          wpctl set-default <id of hall-sink>     # or pw-play --target hall-sink music.wav
         """
 
     static func run(_ arguments: [String]) throws {

@@ -1,0 +1,384 @@
+// Sink mode: the convolver as a virtual sink that a session manager routes apps into, built as
+// PipeWire's own filter-chain and module-loopback build theirs: two pw_streams sharing one
+// RealtimeProcessor. A capture stream (media.class Audio/Sink, the node apps pick) receives the
+// audio; a playback stream (Stream/Output/Audio, `output.<name>`) sends the convolved audio on to
+// `target.object` or the default sink. WirePlumber links both, because each is an ordinary stream
+// with an audio/raw format its adapter can negotiate (a pw_filter's DSP ports offer none).
+import CConvolverShims
+import CPipeWire
+import Foundation
+import Synchronization
+import Workgroup
+
+/// The two streams of a node in sink mode. Main loop: create, connect, `destroy()`. The data
+/// thread runs the capture stream's `process` (which triggers the playback stream) and the
+/// playback stream's `process` (which takes both streams' buffers and runs the convolver).
+///
+/// Names, ports and where Props and statistics live:
+/// - capture stream: `node.name = <name>`, media.class Audio/Sink, input ports `playback_<POS>`
+///   and monitor ports `monitor_<POS>`; it carries Props (`pw-cli set-param <sink id> Props ...`)
+///   and the `convolver.*` statistics properties;
+/// - playback stream: `node.name = output.<name>`, Stream/Output/Audio, node.passive, output ports
+///   `output_<POS>` (the output positions), `target.object` from the configuration.
+/// Both share `node.group` and `node.link-group`, so they run in one graph cycle under one driver
+/// and a session manager never links the one into the other.
+final class SinkStreams {
+    private let realtime: RealtimeProcessor
+    private var capture: OpaquePointer?
+    private var playback: OpaquePointer?
+    private let captureListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let playbackListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    /// The graph's position (SPA_IO_Position of the playback stream), for the cycle's deadline.
+    private let position = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// The rate the capture stream's format was negotiated at (the buffers' rate); 0 = not yet.
+    private let formatRate = Atomic<Int>(0)
+    /// Cleared before the streams are destroyed; the callbacks touch the streams only while set.
+    private let streamsUsable = Atomic<Bool>(false)
+    /// Data-thread callbacks running now (the main loop waits for 0 after clearing `streamsUsable`).
+    private let callbacksRunning = Atomic<Int>(0)
+    private let onProps: (UnsafePointer<spa_pod>) -> Void
+    private let nodeName: String
+    /// Scratch for the EnumFormat pods (main loop only).
+    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
+
+    /// Creates both streams (not yet connected). `onProps` gets Props set on the sink node (main loop).
+    init(core: OpaquePointer, configuration: NodeConfiguration, realtime: RealtimeProcessor,
+         onProps: @escaping (UnsafePointer<spa_pod>) -> Void) throws(ConvolverNodeError) {
+        self.realtime = realtime
+        self.onProps = onProps
+        nodeName = configuration.nodeName
+        captureListener.initialize(to: spa_hook())
+        playbackListener.initialize(to: spa_hook())
+        let group = "swift-convolver-\(getpid())-\(configuration.nodeName)"
+        // Without a session manager a stream gets no ports until its adapter configures them
+        // itself (FACTS.md); a session manager configures them again its own way.
+        let dspPorts = { (monitor: Bool) in
+            "{ mode = dsp monitor = \(monitor) control = false position = preserve }"
+        }
+        var captureProperties: [(String, String)] = [
+            (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CLASS, "Audio/Sink"),
+            (PW_KEY_NODE_NAME, configuration.nodeName), (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription),
+            (PW_KEY_MEDIA_NAME, configuration.nodeDescription),
+            (PW_KEY_NODE_VIRTUAL, "true"), (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
+            ("audio.channels", "\(configuration.channelCount)"),
+            ("audio.position", configuration.positions.joined(separator: ",")),
+            ("adapter.auto-port-config", dspPorts(true)),
+        ]
+        captureProperties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        var playbackProperties: [(String, String)] = [
+            (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CLASS, "Stream/Output/Audio"),
+            (PW_KEY_NODE_NAME, "output." + configuration.nodeName),
+            (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription + " output"),
+            (PW_KEY_MEDIA_NAME, configuration.nodeDescription + " output"),
+            // Passive: the sink's output does not keep the downstream device running by itself.
+            (PW_KEY_NODE_PASSIVE, "true"), (PW_KEY_NODE_VIRTUAL, "true"),
+            (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
+            ("audio.channels", "\(configuration.outputCount)"),
+            ("audio.position", configuration.outputChannelPositions.joined(separator: ",")),
+            ("adapter.auto-port-config", dspPorts(false)),
+        ]
+        if let target = configuration.targetObject { playbackProperties.append((PW_KEY_TARGET_OBJECT, target)) }
+        for key in ["node.latency", "node.lock-quantum", "node.force-quantum"] {
+            if let value = configuration.extraNodeProperties[key] { playbackProperties.append((key, value)) }
+        }
+
+        // pw_stream_new takes ownership of the properties.
+        guard let capture = pw_stream_new(core, configuration.nodeName, makeProperties(captureProperties)) else {
+            throw .pipeWire(call: "pw_stream_new(\(configuration.nodeName))", errno: errno)
+        }
+        self.capture = capture
+        guard let playback = pw_stream_new(core, "output." + configuration.nodeName, makeProperties(playbackProperties)) else {
+            let error = errno
+            destroy()
+            throw .pipeWire(call: "pw_stream_new(output.\(configuration.nodeName))", errno: error)
+        }
+        self.playback = playback
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        pw_stream_add_listener(capture, captureListener, Self.captureEvents, userData)
+        pw_stream_add_listener(playback, playbackListener, Self.playbackEvents, userData)
+    }
+
+    deinit {
+        destroy()
+        captureListener.deallocate()
+        playbackListener.deallocate()
+        podBuffer.deallocate()
+    }
+
+    /// The sink node's global id (SPA_ID_INVALID until the server assigned it).
+    var nodeID: UInt32 { capture.map { pw_stream_get_node_id($0) } ?? UInt32.max }
+    var playbackNodeID: UInt32 { playback.map { pw_stream_get_node_id($0) } ?? UInt32.max }
+
+    /// Connects both streams with planar float formats at `sampleRate` (the engine's rate; the
+    /// adapters resample when the graph runs at another one).
+    func connect(configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) {
+        guard let capture, let playback else { return }
+        streamsUsable.store(true, ordering: .sequentiallyConsistent)
+        let streams: [(OpaquePointer, spa_direction, [String], pw_stream_flags, String)] = [
+            (playback, SPA_DIRECTION_OUTPUT, configuration.outputChannelPositions,
+             pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
+                             | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), "output." + nodeName),
+            (capture, SPA_DIRECTION_INPUT, configuration.positions,
+             pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
+                             | PW_STREAM_FLAG_RT_PROCESS.rawValue), nodeName),
+        ]
+        for (stream, direction, positions, flags, name) in streams {
+            let format = try Self.buildFormat(positions: positions, sampleRate: sampleRate, into: podBuffer)
+            var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(format)]
+            // PW_ID_ANY (a cast macro Swift does not import): no particular target node.
+            let result = pw_stream_connect(stream, direction, UInt32.max, flags, &params, 1)
+            guard result >= 0 else { throw .pipeWire(call: "pw_stream_connect(\(name))", errno: -result) }
+        }
+    }
+
+    /// Props (main loop): shown in the sink node's params.
+    func updateParams(_ pod: UnsafeMutablePointer<spa_pod>) {
+        guard let capture else { return }
+        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
+        _ = pw_stream_update_params(capture, &params, 1)
+    }
+
+    /// Statistics properties (main loop), on the sink node.
+    func updateProperties(_ dictionary: UnsafePointer<spa_dict>) {
+        guard let capture else { return }
+        _ = pw_stream_update_properties(capture, dictionary)
+    }
+
+    /// Stops the data thread's use of the streams, then destroys them. Idempotent.
+    func destroy() {
+        streamsUsable.store(false, ordering: .sequentiallyConsistent)
+        // A callback that entered before the store finishes quickly (one cycle at most).
+        while callbacksRunning.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
+        for (stream, listener) in [(capture, captureListener), (playback, playbackListener)] {
+            guard let stream else { continue }
+            pw_stream_destroy(stream)   // emits `destroy`, which removes the hook and clears the pointer
+            if stream == capture { spa_hook_remove(listener); capture = nil }
+            if stream == playback { spa_hook_remove(listener); playback = nil }
+        }
+    }
+
+    // MARK: - Formats
+
+    /// SPA channel ids by name (`audio.position` names, as PipeWire spells them).
+    static let channelIDs: [String: spa_audio_channel] = {
+        var ids: [String: spa_audio_channel] = [
+            "MONO": SPA_AUDIO_CHANNEL_MONO, "FL": SPA_AUDIO_CHANNEL_FL, "FR": SPA_AUDIO_CHANNEL_FR,
+            "FC": SPA_AUDIO_CHANNEL_FC, "LFE": SPA_AUDIO_CHANNEL_LFE, "SL": SPA_AUDIO_CHANNEL_SL,
+            "SR": SPA_AUDIO_CHANNEL_SR, "FLC": SPA_AUDIO_CHANNEL_FLC, "FRC": SPA_AUDIO_CHANNEL_FRC,
+            "RC": SPA_AUDIO_CHANNEL_RC, "RL": SPA_AUDIO_CHANNEL_RL, "RR": SPA_AUDIO_CHANNEL_RR,
+            "TC": SPA_AUDIO_CHANNEL_TC, "TFL": SPA_AUDIO_CHANNEL_TFL, "TFC": SPA_AUDIO_CHANNEL_TFC,
+            "TFR": SPA_AUDIO_CHANNEL_TFR, "TRL": SPA_AUDIO_CHANNEL_TRL, "TRC": SPA_AUDIO_CHANNEL_TRC,
+            "TRR": SPA_AUDIO_CHANNEL_TRR, "RLC": SPA_AUDIO_CHANNEL_RLC, "RRC": SPA_AUDIO_CHANNEL_RRC,
+            "FLW": SPA_AUDIO_CHANNEL_FLW, "FRW": SPA_AUDIO_CHANNEL_FRW, "LFE2": SPA_AUDIO_CHANNEL_LFE2,
+            "FLH": SPA_AUDIO_CHANNEL_FLH, "FCH": SPA_AUDIO_CHANNEL_FCH, "FRH": SPA_AUDIO_CHANNEL_FRH,
+            "TFLC": SPA_AUDIO_CHANNEL_TFLC, "TFRC": SPA_AUDIO_CHANNEL_TFRC, "TSL": SPA_AUDIO_CHANNEL_TSL,
+            "TSR": SPA_AUDIO_CHANNEL_TSR, "LLFE": SPA_AUDIO_CHANNEL_LLFE, "RLFE": SPA_AUDIO_CHANNEL_RLFE,
+            "BC": SPA_AUDIO_CHANNEL_BC, "BLC": SPA_AUDIO_CHANNEL_BLC, "BRC": SPA_AUDIO_CHANNEL_BRC,
+        ]
+        for index in 0..<64 {
+            ids["AUX\(index)"] = spa_audio_channel(SPA_AUDIO_CHANNEL_AUX0.rawValue + UInt32(index))
+        }
+        return ids
+    }()
+
+    /// An EnumFormat pod: planar 32-bit float, `positions`, `sampleRate`. A fixed rate, because
+    /// the adapter's auto-port-config (no session manager) negotiates only a complete format.
+    static func buildFormat(positions: [String], sampleRate: Int,
+                            into buffer: UnsafeMutableRawBufferPointer) throws(ConvolverNodeError) -> UnsafeMutablePointer<spa_pod> {
+        var info = spa_audio_info_raw()
+        info.format = SPA_AUDIO_FORMAT_F32P
+        info.rate = UInt32(sampleRate)
+        info.channels = UInt32(positions.count)
+        var ids: [UInt32] = []
+        for name in positions {
+            guard let id = channelIDs[name] else {
+                throw .configuration(NodeConfigurationError(key: "audio.position",
+                    message: "'\(name)' is not a channel position PipeWire knows (FL FR FC LFE SL SR RL RR … AUX0…AUX63); sink mode needs one"))
+            }
+            ids.append(id.rawValue)
+        }
+        // Sound: `position` is a fixed array of SPA_AUDIO_MAX_CHANNELS (64) UInt32; positions.count ≤ 64
+        // (NodeConfiguration.channelLimit).
+        withUnsafeMutableBytes(of: &info.position) { raw in
+            let slots = raw.bindMemory(to: UInt32.self)
+            for (index, id) in ids.enumerated() where index < slots.count { slots[index] = id }
+        }
+        var builder = spa_pod_builder()
+        spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
+        guard let pod = spa_format_audio_raw_build(&builder, SPA_PARAM_EnumFormat.rawValue, &info) else {
+            throw .pipeWire(call: "spa_format_audio_raw_build", errno: ENOSPC)
+        }
+        return pod
+    }
+
+    // MARK: - Data thread
+
+    /// Capture stream's cycle: its buffer is ready; run the playback side now, in this cycle.
+    /// Real-time safe: pw_stream_trigger_process runs the playback process inline on this thread.
+    private func captureProcess() {
+        callbacksRunning.add(1, ordering: .sequentiallyConsistent)
+        defer { callbacksRunning.subtract(1, ordering: .sequentiallyConsistent) }
+        guard streamsUsable.load(ordering: .sequentiallyConsistent), let capture, let playback else { return }
+        if pw_stream_trigger_process(playback) < 0 {
+            // The playback side is not ready (not linked yet): recycle the input.
+            while let buffer = pw_stream_dequeue_buffer(capture) { pw_stream_queue_buffer(capture, buffer) }
+        }
+    }
+
+    /// Playback stream's cycle: newest capture buffer in, convolver, own buffer out. A missing
+    /// input is silence (the reverb tail still rings out); a missing output buffer means nothing
+    /// is sent this cycle. Real-time safe: no allocation, no locks, no logging.
+    private func playbackProcess() {
+        let startNanos = monotonicNanos()
+        callbacksRunning.add(1, ordering: .sequentiallyConsistent)
+        defer { callbacksRunning.subtract(1, ordering: .sequentiallyConsistent) }
+        guard streamsUsable.load(ordering: .sequentiallyConsistent), let capture, let playback else { return }
+
+        // The newest capture buffer; older ones (if the capture side ran ahead) go back at once.
+        var input: UnsafeMutablePointer<pw_buffer>?
+        while let next = pw_stream_dequeue_buffer(capture) {
+            if let older = input { pw_stream_queue_buffer(capture, older) }
+            input = next
+        }
+        defer { if let input { pw_stream_queue_buffer(capture, input) } }
+        guard let output = pw_stream_dequeue_buffer(playback) else { return }
+        defer { pw_stream_queue_buffer(playback, output) }
+        guard let outputBuffer = output.pointee.buffer else { return }
+
+        let clock = position.load(ordering: .acquiring)?.assumingMemoryBound(to: spa_io_position.self)
+        let sampleFloats = MemoryLayout<Float>.size
+        // Sound: n_datas entries of `datas` are valid for the buffer's lifetime (this call).
+        let outputDatas = outputBuffer.pointee.datas!
+        let outputDataCount = Int(outputBuffer.pointee.n_datas)
+        var capacity = Int.max
+        for channel in 0..<realtime.outputCount {
+            if channel < outputDataCount, let data = outputDatas[channel].data {
+                realtime.outputBuffers[channel] = data.assumingMemoryBound(to: Float.self)
+                capacity = min(capacity, Int(outputDatas[channel].maxsize) / sampleFloats)
+            } else {
+                realtime.outputBuffers[channel] = nil
+            }
+        }
+        if capacity == .max { capacity = 0 }
+
+        var frameCount: Int
+        if let input, let inputBuffer = input.pointee.buffer {
+            let inputDatas = inputBuffer.pointee.datas!
+            let inputDataCount = Int(inputBuffer.pointee.n_datas)
+            var inputFrames = Int.max
+            for channel in 0..<realtime.inputCount {
+                guard channel < inputDataCount, let data = inputDatas[channel].data,
+                      let chunk = inputDatas[channel].chunk else {
+                    realtime.inputBuffers[channel] = nil
+                    continue
+                }
+                // Clamp the chunk to the mapped memory, as PipeWire's own modules do.
+                let maxSize = Int(inputDatas[channel].maxsize)
+                let offset = min(Int(chunk.pointee.offset), maxSize)
+                let size = min(Int(chunk.pointee.size), maxSize - offset)
+                realtime.inputBuffers[channel] = UnsafePointer((data + offset).assumingMemoryBound(to: Float.self))
+                inputFrames = min(inputFrames, size / sampleFloats)
+            }
+            frameCount = inputFrames == .max ? Int(output.pointee.requested) : inputFrames
+        } else {
+            for channel in 0..<realtime.inputCount { realtime.inputBuffers[channel] = nil }
+            frameCount = output.pointee.requested > 0 ? Int(output.pointee.requested) : Int(clock?.pointee.clock.duration ?? 0)
+        }
+        frameCount = min(frameCount, capacity)
+
+        if frameCount > 0 {
+            let negotiatedRate = formatRate.load(ordering: .relaxed)
+            let rate = negotiatedRate > 0 ? negotiatedRate : Int(clock?.pointee.clock.rate.denom ?? 0)
+            realtime.process(frameCount: frameCount, sampleRate: rate, deadline: clock?.pointee.clock.next_nsec ?? 0,
+                             startNanos: startNanos)
+        }
+        for channel in 0..<min(outputDataCount, realtime.outputCount) {
+            guard let chunk = outputDatas[channel].chunk else { continue }
+            chunk.pointee.offset = 0
+            chunk.pointee.size = UInt32(frameCount * sampleFloats)
+            chunk.pointee.stride = Int32(sampleFloats)
+        }
+    }
+
+    // MARK: - Main loop
+
+    private func captureParamChanged(_ id: UInt32, _ param: UnsafePointer<spa_pod>?) {
+        guard let param else { return }
+        if id == SPA_PARAM_Props.rawValue {
+            onProps(param)
+        } else if id == SPA_PARAM_Format.rawValue {
+            var info = spa_audio_info_raw()
+            if spa_format_audio_raw_parse(param, &info) >= 0 {
+                formatRate.store(Int(info.rate), ordering: .relaxed)
+            }
+        }
+    }
+
+    private func stateChanged(_ stream: String, _ state: pw_stream_state, _ error: UnsafePointer<CChar>?) {
+        if state == PW_STREAM_STATE_ERROR {
+            PipeWireLog.error("\(stream): stream error: \(error.map { String(cString: $0) } ?? "unknown")")
+        }
+    }
+
+    // MARK: - Stream events (C callbacks; `data` is the unretained SinkStreams)
+
+    private static func streams(_ data: UnsafeMutableRawPointer) -> SinkStreams {
+        Unmanaged<SinkStreams>.fromOpaque(data).takeUnretainedValue()
+    }
+
+    private static let captureEvents: UnsafeMutablePointer<pw_stream_events> = {
+        var events = pw_stream_events()
+        events.version = UInt32(PW_VERSION_STREAM_EVENTS)
+        events.destroy = { data in
+            guard let data else { return }
+            let streams = SinkStreams.streams(data)
+            spa_hook_remove(streams.captureListener)
+            streams.capture = nil
+        }
+        events.state_changed = { data, _, state, error in
+            guard let data else { return }
+            let streams = SinkStreams.streams(data)
+            streams.stateChanged(streams.nodeName, state, error)
+        }
+        events.param_changed = { data, id, param in
+            guard let data else { return }
+            SinkStreams.streams(data).captureParamChanged(id, param)
+        }
+        events.process = { data in
+            guard let data else { return }
+            // Sound: the streams object outlives its streams (destroy() destroys them first).
+            Unmanaged<SinkStreams>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.captureProcess() }
+        }
+        let pointer = UnsafeMutablePointer<pw_stream_events>.allocate(capacity: 1)
+        pointer.initialize(to: events)
+        return pointer
+    }()
+
+    private static let playbackEvents: UnsafeMutablePointer<pw_stream_events> = {
+        var events = pw_stream_events()
+        events.version = UInt32(PW_VERSION_STREAM_EVENTS)
+        events.destroy = { data in
+            guard let data else { return }
+            let streams = SinkStreams.streams(data)
+            spa_hook_remove(streams.playbackListener)
+            streams.playback = nil
+        }
+        events.state_changed = { data, _, state, error in
+            guard let data else { return }
+            let streams = SinkStreams.streams(data)
+            streams.stateChanged("output." + streams.nodeName, state, error)
+        }
+        events.io_changed = { data, id, area, _ in
+            guard let data, id == SPA_IO_Position.rawValue else { return }
+            SinkStreams.streams(data).position.store(area, ordering: .releasing)
+        }
+        events.process = { data in
+            guard let data else { return }
+            // Sound: as for the capture stream.
+            Unmanaged<SinkStreams>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.playbackProcess() }
+        }
+        let pointer = UnsafeMutablePointer<pw_stream_events>.allocate(capacity: 1)
+        pointer.initialize(to: events)
+        return pointer
+    }()
+}

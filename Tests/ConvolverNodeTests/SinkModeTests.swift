@@ -1,0 +1,657 @@
+import Convolution
+import Foundation
+import XCTest
+
+/// Sink mode (`mode = sink`, `pw-convolver run --sink`) in a real private PipeWire daemon: the
+/// capture stream `<name>` (Audio/Sink) and the playback stream `output.<name>`.
+/// - with WirePlumber 0.4.13 running against the daemon: a stream played with `--target <name>`
+///   is routed into the sink, the sink's output reaches the default sink (a null sink), the
+///   recording of that sink's monitor is the convolution of the file (numpy), `wpctl status`
+///   lists the sink and `wpctl set-default` makes it the default, after which an untargeted
+///   stream goes into it while its output stays on the device; `--target` sends the output
+///   stream to another sink;
+/// - without a session manager: everything linked by hand; one recorder takes the sink's input
+///   and its output in the same cycles, so the output must be numpy's convolution at lag 0
+///   (Support/compare_recording.py, shared with the filter-mode audio tests);
+/// - the real-time contract of the sink's stream callbacks (allocations and mutex locks counted
+///   on the data thread and the helpers while Props, the quantum and the IR change).
+final class SinkModeTests: XCTestCase {
+    private var daemon: PrivatePipeWire!
+    private var background: [BackgroundProcess] = []
+
+    override func setUpWithError() throws {
+        try BuildProducts.requireModule()
+        daemon = try PrivatePipeWire(name: "sinkmode")
+    }
+
+    override func tearDown() {
+        for process in background.reversed() { process.stop() }
+        background = []
+        daemon?.stop()
+        daemon = nil
+    }
+
+    private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
+
+    private func spawn(_ arguments: [String], logName: String, extraEnvironment: [String: String] = [:]) throws -> BackgroundProcess {
+        let process = try daemon.spawn(arguments, logName: logName, extraEnvironment: extraEnvironment)
+        background.append(process)
+        return process
+    }
+
+    // MARK: - With WirePlumber
+
+    func testWirePlumberRoutesATargetedStreamThroughTheSinkToTheDefaultSink() throws {
+        try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.3, seconds: 1.5, leadOut: 1.0), to: path("input.wav"))
+        // A sink for the convolved audio to go to: the headless daemon has no device.
+        let (created, createOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
+            "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
+        XCTAssertEqual(created, 0, createOutput)
+        try startWirePlumber()
+        // WirePlumber makes the only device-like sink the default.
+        try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
+            (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
+        }
+
+        let client = try ModuleClient.start(daemon, name: "wp-sink", arguments: """
+            node.name = conv-wp node.description = "Convolver WP" mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))"
+            """)
+        background.append(client)
+        // The playback stream goes to the default sink on its own (WirePlumber links it).
+        try waitFor("WirePlumber linked output.conv-wp to testsink; client log:\n\(client.log)", timeout: 30) {
+            let links = (try? SinkGraph.links(self.daemon)) ?? []
+            return links.contains("output.conv-wp:output_FL -> testsink:playback_FL")
+                && links.contains("output.conv-wp:output_FR -> testsink:playback_FR")
+        }
+        let sinkID = try XCTUnwrap(try daemon.nodeProperties("conv-wp")).id
+        let status = try daemon.run(["wpctl", "status"]).output
+        print(status)
+        let sinksSection = status.components(separatedBy: "├─ Sinks:").dropFirst().first?
+            .components(separatedBy: "├─ Sink endpoints:").first ?? ""
+        XCTAssertTrue(sinksSection.contains("\(sinkID). Convolver WP"), "wpctl status lists the sink:\n\(status)")
+        XCTAssertFalse(sinksSection.contains("output.conv-wp"), "the output stream is not a sink")
+
+        // Record what reaches the default sink: its monitor, linked by WirePlumber.
+        let recorder = try spawn(["pw-record", "--target", "testsink", "-P", "{ node.name = rec-wp stream.capture.sink = true }",
+                                  "--format", "f32", "--rate", "48000", "--channels", "2", path("rec-wp.wav")],
+                                 logName: "rec-wp.log")
+        try waitFor("WirePlumber linked the recorder to testsink's monitor", timeout: 20) {
+            ((try? SinkGraph.links(self.daemon)) ?? []).contains("testsink:monitor_FL -> rec-wp:input_FL")
+        }
+        let player = try spawn(["pw-play", "--target", "conv-wp", "-P", "{ node.name = play-wp }", path("input.wav")],
+                               logName: "play-wp.log")
+        var routedLinks: Set<String> = []
+        waitUntil(timeout: 10) {
+            routedLinks = (try? SinkGraph.links(self.daemon)) ?? []
+            return routedLinks.contains("play-wp:output_FL -> conv-wp:playback_FL") || !player.isRunning
+        }
+        XCTAssertTrue(routedLinks.contains("play-wp:output_FL -> conv-wp:playback_FL")
+                      && routedLinks.contains("play-wp:output_FR -> conv-wp:playback_FR"),
+                      "WirePlumber routed the targeted stream into the sink: \(routedLinks.sorted())")
+        XCTAssertFalse(routedLinks.contains { $0.hasPrefix("play-wp:") && $0.contains("testsink") },
+                       "the stream went to the convolver, not straight to the default sink")
+        XCTAssertTrue(player.waitForExit(timeout: 20), "pw-play finished; log: \(player.log)")
+        usleep(500_000)
+        recorder.interrupt()
+
+        let results = try SinkGraph.compare(recording: path("rec-wp.wav"), input: path("input.wav"), inputs: 2, outputs: 2,
+                                            entries: SinkGraph.stereo(path("ir.wav")), wet: 1, dry: 0,
+                                            workDirectory: daemon.runtimeDirectory)
+        XCTAssertEqual(results.count, 2)
+        for (channel, result) in results.enumerated() {
+            print("WirePlumber route, output \(channel): \(result)")
+            // The recording starts before playback (lag > 0); the graph sets where, not the node.
+            XCTAssertGreaterThan(result.lag, 0, "channel \(channel)")
+            XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated on the way")
+            XCTAssertGreaterThanOrEqual(result.correlation, 0.99, "channel \(channel): the convolved signal arrived downstream")
+            XCTAssertEqual(result.energyRatio, 1, accuracy: 0.05, "channel \(channel): energy of the convolved signal")
+            // Sample-exact but for at most one graph hiccup under load from other processes (one
+            // cycle that differs rings one IR long): the file, not a second reader, is the reference.
+            XCTAssertLessThanOrEqual(result.glitches.count, 1, "channel \(channel)")
+            XCTAssertTrue(result.glitches.allSatisfy { $0[1] <= 2048 + 4800 }, "channel \(channel): \(result.glitches)")
+            XCTAssertLessThanOrEqual(result.cleanErrorDB, -80, "channel \(channel)")
+        }
+        let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-wp")).properties
+        XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
+
+        // wpctl set-default: WirePlumber's default sink becomes the convolver.
+        let (setDefault, setOutput) = try daemon.run(["wpctl", "set-default", "\(sinkID)"])
+        XCTAssertEqual(setDefault, 0, setOutput)
+        try waitFor("default.audio.sink is conv-wp", timeout: 10) {
+            (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("conv-wp")) == true
+        }
+        let after = try daemon.run(["wpctl", "status"]).output
+        XCTAssertTrue(after.contains("*   \(sinkID). Convolver WP"), "wpctl marks the convolver as default:\n\(after)")
+        // As the default, an app without a target plays into it, and its output stream (same
+        // link group) is never linked into itself: it stays on the device sink.
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0, seconds: 1.0, leadOut: 0), to: path("short.wav"))
+        let defaultPlayer = try spawn(["pw-play", "-P", "{ node.name = play-default }", path("short.wav")],
+                                      logName: "play-default.log")
+        var defaultLinks: Set<String> = []
+        waitUntil(timeout: 10) {
+            defaultLinks = (try? SinkGraph.links(self.daemon)) ?? []
+            return defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR") || !defaultPlayer.isRunning
+        }
+        XCTAssertTrue(defaultLinks.contains("play-default:output_FL -> conv-wp:playback_FL")
+                      && defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR"),
+                      "an untargeted stream goes to the default sink, the convolver: \(defaultLinks.sorted())")
+        XCTAssertTrue(defaultLinks.contains("output.conv-wp:output_FL -> testsink:playback_FL"),
+                      "the output stream still goes to the device sink: \(defaultLinks.sorted())")
+        XCTAssertFalse(defaultLinks.contains { $0.hasPrefix("output.conv-wp:") && $0.contains("-> conv-wp:") },
+                       "the sink's output is not linked into itself")
+        XCTAssertTrue(defaultPlayer.waitForExit(timeout: 20), "pw-play finished; log: \(defaultPlayer.log)")
+
+        // target.object (--target): the output stream goes to that sink, not to the default.
+        let (createdOther, createOtherOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
+            "{ factory.name = support.null-audio-sink node.name = othersink node.description = OtherSink "
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
+        XCTAssertEqual(createdOther, 0, createOtherOutput)
+        let targeted = try spawn([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-target",
+                                  "--target", "othersink", "--ir", path("ir.wav")], logName: "conv-target.log")
+        try waitFor("WirePlumber linked output.conv-target to othersink; log:\n\(targeted.log)", timeout: 30) {
+            let links = (try? SinkGraph.links(self.daemon)) ?? []
+            return links.contains("output.conv-target:output_FL -> othersink:playback_FL")
+                && links.contains("output.conv-target:output_FR -> othersink:playback_FR")
+        }
+        XCTAssertFalse(((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
+                       "output.conv-target goes only to its target")
+    }
+
+    /// WirePlumber 0.4.13 from the daemon's runtime dir, with Debian's config minus what needs a
+    /// D-Bus session (bluetooth/logind, the flatpak portal, device reservation) and minus the
+    /// device monitors (no hardware here): those make it quit with "Cannot autolaunch D-Bus".
+    private func startWirePlumber() throws {
+        let configDirectory = path("wireplumber")
+        try FileManager.default.copyItem(atPath: "/usr/share/wireplumber", toPath: configDirectory)
+        let mainConfig = configDirectory + "/wireplumber.conf"
+        let text = try String(contentsOfFile: mainConfig, encoding: .utf8)
+        try text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("bluetooth.lua") }
+            .joined(separator: "\n").write(toFile: mainConfig, atomically: true, encoding: .utf8)
+        try """
+            default_access.properties["enable-flatpak-portal"] = false
+            alsa_monitor.enabled = false
+            alsa_monitor.properties["alsa.reserve"] = false
+            v4l2_monitor.enabled = false
+            libcamera_monitor.enabled = false
+            """.write(toFile: configDirectory + "/main.lua.d/51-headless-test.lua", atomically: true, encoding: .utf8)
+        // Its state (default nodes, stream volumes) goes to the daemon's dir, not the user's ~/.local/state.
+        let wireplumber = try spawn(["wireplumber"], logName: "wireplumber.log",
+                                    extraEnvironment: ["WIREPLUMBER_CONFIG_DIR": configDirectory,
+                                                       "XDG_STATE_HOME": path("state"), "XDG_CONFIG_HOME": path("config-home")])
+        try waitFor("WirePlumber connected", timeout: 20) {
+            guard wireplumber.isRunning else { return true }
+            return (try? self.daemon.run(["wpctl", "status"]).output.contains("WirePlumber")) == true
+        }
+        guard wireplumber.isRunning else { throw TestFailure("WirePlumber exited:\n\(wireplumber.log)") }
+    }
+
+    // MARK: - Without a session manager
+
+    func testWithoutSessionManagerLinkedByHandConvolvesWithZeroAddedLatency() throws {
+        try daemon.setQuantum(256)
+        try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.5, leadOut: 0.6), to: path("input.wav"))
+        // The standalone client here (the module in the WirePlumber test).
+        let sink = try spawn([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-hand",
+                              "--description", "Convolver by hand", "--ir", path("ir.wav")], logName: "conv-hand.log")
+        do {
+            try daemon.waitForPorts(ofNode: "conv-hand", count: 4, timeout: 30)
+            try daemon.waitForPorts(ofNode: "output.conv-hand", count: 2, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(sink.log)")
+        }
+        XCTAssertEqual(try daemon.portNames(ofNode: "conv-hand"), ["monitor_FL", "monitor_FR", "playback_FL", "playback_FR"])
+        XCTAssertEqual(try daemon.portNames(ofNode: "output.conv-hand"), ["output_FL", "output_FR"])
+        let sinkNode = try XCTUnwrap(try daemon.nodeProperties("conv-hand"))
+        let outputNode = try XCTUnwrap(try daemon.nodeProperties("output.conv-hand"))
+        XCTAssertEqual(sinkNode.properties["media.class"] as? String, "Audio/Sink")
+        XCTAssertEqual(outputNode.properties["media.class"] as? String, "Stream/Output/Audio")
+        XCTAssertEqual(outputNode.properties["node.passive"] as? Bool, true)
+        let linkGroup = try XCTUnwrap(sinkNode.properties["node.link-group"] as? String)
+        XCTAssertEqual(outputNode.properties["node.link-group"] as? String, linkGroup)
+        XCTAssertEqual(outputNode.properties["node.group"] as? String, sinkNode.properties["node.group"] as? String)
+
+        // Props on the sink node reach the convolver: output = gain·mix·wet + (1 − mix)·dry.
+        let (status, output) = try daemon.run(["pw-cli", "set-param", "\(sinkNode.id)", "Props",
+                                               "{ params = [ \"gain\" 0.5 \"mix\" 0.8 ] }"])
+        XCTAssertEqual(status, 0, output)
+        try waitFor("Props show gain 0.5", timeout: 10) {
+            (try? SinkGraph.convolverProps(self.daemon, node: "conv-hand"))?.first { $0.0 == "gain" }?.1 == 0.5
+        }
+
+        let results = try expectConvolution(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"),
+                                            entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
+        // The gain/mix glide lands exactly on 0.4/0.2 (float precision, as without Props: about
+        // −130 dB); a glide that stalled a few 1e-6 short of its target measured −101 dB here.
+        for (channel, result) in results.enumerated() {
+            XCTAssertLessThanOrEqual(result.errorDB, -120, "output \(channel): Props applied exactly")
+        }
+        let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-hand")).properties
+        XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
+        print("conv-hand: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
+            .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        // Teardown of both streams (destroy order, hooks) while linked: a clean exit, no crash.
+        XCTAssertEqual(sink.interrupt(), 0, "pw-convolver run --sink exits cleanly on SIGINT; log:\n\(sink.log)")
+        XCTAssertTrue(waitUntil(timeout: 5) {
+            do { return try self.daemon.nodeProperties("output.conv-hand") == nil && self.daemon.nodeProperties("conv-hand") == nil }
+            catch { return false }
+        }, "both streams are gone with the client")
+    }
+
+    /// The shipped hall sink (pipewire-conf/swift-convolver-hall-sink.conf, as is), linked by hand.
+    func testShippedHallSinkConfigByHand() throws {
+        try daemon.setQuantum(256)
+        let hall = try ImpulseResponse.load("builtin:hall", sampleRate: 48000)
+        try SinkSignals.write(hall.channels, to: path("hall.wav"))
+        let hallSeconds = Double(hall.frameCount) / 48000
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.0, leadOut: hallSeconds + 0.3), to: path("input.wav"))
+        let client = try spawn(["pipewire", "-c", BuildProducts.packageRoot + "/pipewire-conf/swift-convolver-hall-sink.conf"],
+                               logName: "hall-sink.log")
+        do {
+            try daemon.waitForPorts(ofNode: "convolver-hall", count: 4, timeout: 30)
+            try daemon.waitForPorts(ofNode: "output.convolver-hall", count: 2, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(client.log)")
+        }
+        XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
+        try expectConvolution(sink: "convolver-hall", positions: ["FL", "FR"], input: path("input.wav"),
+                              entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
+        // The module unloads with its host process: both streams destroyed, a clean exit.
+        XCTAssertEqual(client.interrupt(), 0, "pipewire -c hall-sink.conf exits cleanly on SIGINT; log:\n\(client.log)")
+    }
+
+    /// 8 inputs → 2 outputs (the 7.1 → binaural shape): the sink and its output stream have
+    /// different channel counts. A matrix module config, each input to both outputs.
+    func testSevenOneToStereoSinkByHand() throws {
+        try daemon.setQuantum(256)
+        let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
+        try SinkSignals.write((0..<16).map { SinkSignals.impulse(frames: 960, seed: 40 + UInt64($0))[$0 % 2] },
+                              to: path("matrix.wav"))
+        // pw-play streams from its first link; the 16 links to the sink and the recorder are made one
+        // by one (~0.1 s each, more under load), so the noise starts only after all of them.
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.5 + 0.3 * 8, seconds: 1.0, leadOut: 0.5, channels: 8),
+                              to: path("input.wav"))
+        var entries: [NumpyReference.Entry] = []
+        var impulses: [String] = []
+        for input in 0..<8 {
+            for output in 0..<2 {
+                entries.append(.init(input, output, path("matrix.wav"), 2 * input + output))
+                impulses.append("{ input = \(input) output = \(output) filename = \"\(path("matrix.wav"))\" channel = \(2 * input + output) }")
+            }
+        }
+        let client = try ModuleClient.start(daemon, name: "surround", arguments: """
+            node.name = conv-surround mode = sink audio.position = [ \(positions.joined(separator: " ")) ] \
+            output.position = [ FL FR ] impulses = [ \(impulses.joined(separator: " ")) ]
+            """)
+        background.append(client)
+        do {
+            try daemon.waitForPorts(ofNode: "conv-surround", count: 16, timeout: 30)
+            try daemon.waitForPorts(ofNode: "output.conv-surround", count: 2, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(client.log)")
+        }
+        XCTAssertEqual(try daemon.portNames(ofNode: "output.conv-surround"), ["output_FL", "output_FR"])
+        try expectConvolution(sink: "conv-surround", positions: positions, outputPositions: ["FL", "FR"],
+                              input: path("input.wav"), entries: entries, wet: 1, dry: 0)
+    }
+
+    /// Plays `input` through `sink` linked by hand and compares with numpy (the shared
+    /// Support/compare_recording.py, as every filter-mode audio test): lag 0 (no added latency)
+    /// from start to end and ≤ −90 dB everywhere; places where the graph ran the node once more in
+    /// a cycle (a late player, see the script) are modelled exactly, not tolerated; no glitch allowed.
+    @discardableResult
+    private func expectConvolution(sink: String, positions: [String], outputPositions: [String]? = nil, input: String,
+                                   entries: [NumpyReference.Entry], wet: Double, dry: Double,
+                                   file: StaticString = #filePath, line: UInt = #line) throws -> [NumpyReference.ChannelResult] {
+        let outputs = outputPositions ?? positions
+        let recording = try playByHand(sink: sink, positions: positions, outputPositions: outputs, input: input, tag: sink)
+        let results = try NumpyReference.compare(recording: recording, inputs: positions.count, outputs: outputs.count,
+                                                 entries: entries, wet: wet, dry: dry, played: input,
+                                                 workDirectory: daemon.runtimeDirectory)
+        NumpyReference.assertMatch(results, outputs: outputs.count, label: "\(sink) by hand", file: file, line: line)
+        return results
+    }
+
+    /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
+    /// pw-play's output (inputs first, then outputs), all linked by hand. Returns the recording.
+    private func playByHand(sink: String, positions: [String], outputPositions: [String], input: String, tag: String) throws -> String {
+        let recorder = "rec-\(tag)", player = "play-\(tag)"
+        let recording = path("\(recorder).wav")
+        let channels = positions.count + outputPositions.count
+        let recorded = channels == 4 ? ["FL", "FR", "RL", "RR"] : (0..<channels).map { "AUX\($0)" }
+        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream(recorder), "--format", "f32", "--rate", "48000",
+                                "--channels", "\(channels)", "--channel-map", recorded.joined(separator: ","), recording],
+                               logName: "\(recorder).log")
+        try daemon.waitForPorts(ofNode: recorder, count: channels)
+        for (position, target) in zip(outputPositions, recorded.suffix(outputPositions.count)) {
+            try daemon.link("output.\(sink):output_\(position)", "\(recorder):input_\(target)")
+        }
+        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream(player), "--channels", "\(positions.count)",
+                              "--channel-map", positions.joined(separator: ","), input], logName: "\(player).log")
+        try daemon.waitForPorts(ofNode: player, count: positions.count)
+        for (position, target) in zip(positions, recorded) {
+            try daemon.link("\(player):output_\(position)", "\(recorder):input_\(target)")
+            try daemon.link("\(player):output_\(position)", "\(sink):playback_\(position)")
+        }
+        guard play.waitForExit(timeout: 30) else { throw TestFailure("pw-play did not finish; log: \(play.log)") }
+        usleep(300_000)
+        record.interrupt()
+        return recording
+    }
+
+    func testUnknownChannelPositionIsRefusedInSinkMode() throws {
+        // Filter mode takes any name for its port names; a stream's format needs a PipeWire position.
+        let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-bad",
+                                               "--position", "FL,XQ", "--ir", "builtin:dirac"], timeout: 20)
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(output.contains("audio.position") && output.contains("XQ"), output)
+    }
+
+    // MARK: - Real-time contract
+
+    /// The sink's two stream callbacks and the helpers, watched by Tests/RealtimeCheck while audio
+    /// plays and Props, the quantum and the IR change: no allocation, no mutex lock.
+    func testSinkModeCallbacksAllocateAndLockNothing() throws {
+        try daemon.setQuantum(256)
+        try SinkSignals.write(SinkSignals.impulse(frames: 96000), to: path("ir-a.wav"))
+        try SinkSignals.write(SinkSignals.impulse(frames: 48000, seed: 7), to: path("ir-b.wav"))
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.5, seconds: 12, leadOut: 0.5), to: path("input.wav"))
+        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-rtsink",
+                                         arguments: "node.name = conv-rtsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
+        background.append(host.client)
+        try daemon.waitForPorts(ofNode: "output.conv-rtsink", count: 2, timeout: 30)
+        let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rtsink")).id
+        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream("rec-rt"), "--format", "f32", "--rate", "48000",
+                                "--channels", "2", path("rec-rt.wav")], logName: "rec-rt.log")
+        try daemon.waitForPorts(ofNode: "rec-rt", count: 2)
+        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream("play-rt"), path("input.wav")], logName: "play-rt.log")
+        try daemon.waitForPorts(ofNode: "play-rt", count: 2)
+        for position in ["FL", "FR"] {
+            try daemon.link("output.conv-rtsink:output_\(position)", "rec-rt:input_\(position)")
+            try daemon.link("play-rt:output_\(position)", "conv-rtsink:playback_\(position)")
+        }
+        usleep(2_000_000)
+        let callsBefore = try Self.calls(daemon, node: "conv-rtsink")
+        try host.arm()
+        let changes: [[String]] = [
+            ["pw-cli", "set-param", "\(nodeID)", "Props", "{ params = [ \"gain\" 0.5 \"mix\" 0.3 \"bypass\" true ] }"],
+            ["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "1024"],
+            ["pw-cli", "set-param", "\(nodeID)", "Props", "{ params = [ \"filename\" \"\(path("ir-b.wav"))\" \"bypass\" false ] }"],
+            ["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "64"],
+            ["pw-cli", "set-param", "\(nodeID)", "Props", "{ params = [ \"gain\" 1.0 \"mix\" 1.0 ] }"],
+            ["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "256"],
+        ]
+        for change in changes {
+            let (status, output) = try daemon.run(change)
+            XCTAssertEqual(status, 0, "\(change.joined(separator: " ")): \(output)")
+            usleep(800_000)
+        }
+        usleep(800_000)
+        let report = try host.dump()
+        // Statistics are published once a second: read them after the next publication.
+        usleep(1_200_000)
+        let callsAfter = try Self.calls(daemon, node: "conv-rtsink")
+        _ = play.waitForExit(timeout: 20)
+        record.interrupt()
+        print(report.summary)
+        print("convolver.calls before arming \(callsBefore), after the dump \(callsAfter)")
+        let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-rtsink")).properties
+        XCTAssertEqual("\(statistics["convolver.ir"] ?? "")", path("ir-b.wav"), "the IR change reached the sink")
+        // ~5.6 s armed at quanta 64…1024: hundreds of playback callbacks ran the convolver under watch.
+        XCTAssertGreaterThan(callsAfter - callsBefore, 200, "the sink's callbacks ran while armed")
+        XCTAssertFalse(report.dataThreads.isEmpty, "the data thread was watched")
+        XCTAssertFalse(report.helperThreads.isEmpty, "helper threads were watched")
+        for thread in report.dataThreads + report.helperThreads {
+            XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(report.sites(of: thread))")
+            XCTAssertEqual(thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(report.sites(of: thread))")
+            // FTZ/DAZ, as in RealtimeSafetyLiveTests: set on every clock read but a new helper's first.
+            XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set")
+            XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again")
+            XCTAssertLessThanOrEqual(thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set")
+        }
+        XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
+    }
+
+    /// What makes the zeros above mean something in sink mode: with the test hook that allocates
+    /// an array in every `RealtimeProcessor.process` call, the counter sees it on the watched data
+    /// thread, i.e. the sink's playback callback runs on a thread the check watches.
+    func testCounterCatchesAnAllocatingSinkCallback() throws {
+        try daemon.setQuantum(256)
+        try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.2, seconds: 5, leadOut: 0.2), to: path("input.wav"))
+        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-allocsink",
+                                         arguments: "node.name = conv-allocsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
+                                         extraEnvironment: ["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS": "1"])
+        background.append(host.client)
+        try daemon.waitForPorts(ofNode: "output.conv-allocsink", count: 2, timeout: 30)
+        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream("rec-alloc"), "--format", "f32", "--rate", "48000",
+                                "--channels", "2", path("rec-alloc.wav")], logName: "rec-alloc.log")
+        try daemon.waitForPorts(ofNode: "rec-alloc", count: 2)
+        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream("play-alloc"), path("input.wav")], logName: "play-alloc.log")
+        try daemon.waitForPorts(ofNode: "play-alloc", count: 2)
+        for position in ["FL", "FR"] {
+            try daemon.link("output.conv-allocsink:output_\(position)", "rec-alloc:input_\(position)")
+            try daemon.link("play-alloc:output_\(position)", "conv-allocsink:playback_\(position)")
+        }
+        usleep(1_000_000)
+        try host.arm()
+        usleep(2_000_000)
+        let report = try host.dump()
+        play.stop()
+        record.interrupt()
+        print(report.summary)
+        // 2 s at 256 frames per call is ~375 calls; allow for calls at other sizes.
+        XCTAssertGreaterThan(report.dataThreads.map(\.allocations).reduce(0, +), 100,
+                             "the counter must catch the allocating sink callback")
+    }
+
+    /// The sink node's `convolver.calls` statistic.
+    private static func calls(_ daemon: PrivatePipeWire, node: String) throws -> Int {
+        let properties = try XCTUnwrap(try daemon.nodeProperties(node)).properties
+        return Int("\(properties["convolver.calls"] ?? "")") ?? 0
+    }
+
+    private func waitFor(_ what: String, timeout: TimeInterval, _ condition: @escaping () -> Bool) throws {
+        guard waitUntil(timeout: timeout, condition) else {
+            throw TestFailure("timed out after \(timeout) s waiting until \(what)\ndaemon log:\n\(daemon.log(tail: 30))")
+        }
+    }
+}
+
+/// Deterministic test signals of this file (the shared ones in Support/ are being reworked).
+private enum SinkSignals {
+    struct Random {
+        var state: UInt64
+        mutating func next() -> Float {
+            state ^= state << 13
+            state ^= state >> 7
+            state ^= state << 17
+            return Float(state >> 40) / Float(1 << 24) * 2 - 1
+        }
+    }
+
+    /// White noise at 0.25 between silences (seconds at 48 kHz), different per channel.
+    static func noise(leadIn: Double, seconds: Double, leadOut: Double, channels: Int = 2) -> [[Float]] {
+        var random = Random(state: 0x5EED_0F_51CC)
+        return (0..<channels).map { _ in
+            [Float](repeating: 0, count: Int(leadIn * 48000)) + (0..<Int(seconds * 48000)).map { _ in 0.25 * random.next() }
+                + [Float](repeating: 0, count: Int(leadOut * 48000))
+        }
+    }
+
+    /// A stereo IR: a direct tap (different per channel) and decaying noise.
+    static func impulse(frames: Int, seed: UInt64 = 3) -> [[Float]] {
+        var random = Random(state: 0xC0FFEE ^ seed)
+        return (0..<2).map { channel in
+            (0..<frames).map { index in
+                (index == channel * 11 ? 0.5 : 0) + 0.25 * expf(-Float(index) / Float(frames / 5)) * random.next()
+            }
+        }
+    }
+
+    static func write(_ channels: [[Float]], to path: String) throws {
+        try AudioFile.write(path: path, sampleRate: 48000, channels: channels)
+    }
+}
+
+private enum SinkGraph {
+    /// pw-play / pw-record properties for linking by hand without a session manager (FACTS.md).
+    static func handLinkedStream(_ name: String) -> String {
+        "{ node.name = \(name) node.want-driver = false "
+            + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }"
+    }
+
+    /// Links as "node:port -> node:port", from `pw-link -l`.
+    static func links(_ daemon: PrivatePipeWire) throws -> Set<String> {
+        let (status, output) = try daemon.run(["pw-link", "-l"])
+        guard status == 0 else { throw TestFailure("pw-link -l failed: \(output)") }
+        var links: Set<String> = []
+        var current = ""
+        for line in output.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("|->") {
+                links.insert("\(current) -> \(trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces))")
+            } else if trimmed.hasPrefix("|<-") {
+                links.insert("\(trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces)) -> \(current)")
+            } else {
+                current = trimmed
+            }
+        }
+        return links
+    }
+
+    /// The convolver's own Props (`params` holding "gain") of the node `node`, from pw-dump.
+    static func convolverProps(_ daemon: PrivatePipeWire, node: String) throws -> [(String, Double)] {
+        for object in try daemon.dump() where (object["type"] as? String) == "PipeWire:Interface:Node" {
+            let info = object["info"] as? [String: Any]
+            guard ((info?["props"] as? [String: Any])?["node.name"] as? String) == node,
+                  let props = (info?["params"] as? [String: Any])?["Props"] as? [[String: Any]] else { continue }
+            for entry in props {
+                guard let params = entry["params"] as? [Any], params.contains(where: { ($0 as? String) == "gain" }) else { continue }
+                return stride(from: 0, to: params.count - 1, by: 2).compactMap { index in
+                    guard let key = params[index] as? String, let value = params[index + 1] as? Double else { return nil }
+                    return (key, value)
+                }
+            }
+        }
+        return []
+    }
+
+    struct ChannelResult: Decodable, CustomStringConvertible {
+        /// Recording frame of the expected signal's frame 0 (cross-correlation)…
+        var lag: Int
+        /// …and the same found over the last second of input: equal if nothing was dropped or repeated.
+        var endLag: Int
+        /// Error energy over expected energy, aligned at `lag`, over the overlap.
+        var errorDB: Double
+        /// The same outside the glitches.
+        var cleanErrorDB: Double
+        /// Runs of wrong samples (> 1e-4 off): [start, length].
+        var glitches: [[Int]]
+        var correlation: Double
+        /// Recorded energy over expected energy, aligned at `lag`.
+        var energyRatio: Double
+        var comparedFrames: Int
+        var description: String {
+            "lag \(lag) (end \(endLag)), error \(String(format: "%.1f", errorDB)) dB "
+                + "(\(String(format: "%.1f", cleanErrorDB)) dB outside glitches \(glitches)), "
+                + "correlation \(String(format: "%.6f", correlation)), energy ratio \(String(format: "%.4f", energyRatio)), "
+                + "\(comparedFrames) frames"
+        }
+    }
+
+    /// Stereo `file` channel i on input i → output i.
+    static func stereo(_ file: String) -> [NumpyReference.Entry] { [.init(0, 0, file, 0), .init(1, 1, file, 1)] }
+
+    /// For the WirePlumber route, where the recording (the device sink's monitor) holds only the
+    /// outputs and starts at a lag the graph sets: numpy/scipy in double precision, expected
+    /// output o = wet·Σ(x_i ∗ h) + dry·x_o with x the played file `input` (or, without one, the
+    /// recording's first `inputs` channels), lag by cross-correlation, checked again at the end.
+    static let script = #"""
+    import json, sys, warnings
+    warnings.simplefilter("ignore")
+    import numpy as np
+    from scipy.io import wavfile
+    from scipy.signal import fftconvolve
+    spec = json.load(open(sys.argv[1]))
+    def load(path):
+        data = np.asarray(wavfile.read(path)[1], dtype=np.float64)
+        return data.reshape(len(data), -1)
+    r = load(spec["recording"]); n = spec["inputs"]; wet, dry = spec["wet"], spec["dry"]
+    if spec.get("input"):
+        x = load(spec["input"]); y = r
+    else:
+        x = r[:, :n]; y = r[:, n:]
+    files = {}
+    out = []
+    for o in range(spec["outputs"]):
+        e = np.zeros(len(x) + max(len(load(en["file"])) for en in spec["entries"]))
+        for en in spec["entries"]:
+            if en["output"] != o: continue
+            h = files.setdefault(en["file"], load(en["file"]))
+            c = fftconvolve(x[:, en["input"]], h[:, en["channel"]])
+            e[:len(c)] += wet * c
+        if o < x.shape[1]: e[:len(x)] += dry * x[:, o]
+        got = y[:, o]
+        size = 1 << int(np.ceil(np.log2(len(got) + len(e))))
+        corr = np.fft.irfft(np.fft.rfft(got, size) * np.conj(np.fft.rfft(e, size)), size)
+        lag = int(np.argmax(np.abs(corr)))
+        if lag >= size // 2: lag -= size
+        a = got[max(lag, 0):]; b = e[max(-lag, 0):]
+        m = min(len(a), len(b)); a = a[:m]; b = b[:m]
+        err = a - b
+        # The lag again over the last second of input: equal when no sample was dropped or repeated.
+        active = np.nonzero(np.any(np.abs(x) > 0, axis=1))[0]
+        tail = max(int(active[0]), int(active[-1]) - 48000)
+        probe = e[tail:int(active[-1])]
+        corr = np.fft.irfft(np.fft.rfft(got, size) * np.conj(np.fft.rfft(probe, size)), size)
+        end_lag = int(np.argmax(np.abs(corr)))
+        if end_lag >= size // 2: end_lag -= size
+        end_lag -= tail
+        # Runs of wrong samples (> 1e-4 off; gaps under 256 frames merged): [start, length].
+        glitches = []
+        for index in np.nonzero(np.abs(err) > 1e-4)[0]:
+            if glitches and index - (glitches[-1][0] + glitches[-1][1]) < 256:
+                glitches[-1][1] = int(index) - glitches[-1][0] + 1
+            else:
+                glitches.append([int(index), 1])
+        mask = np.ones(m, dtype=bool)
+        for start, length in glitches: mask[start:start + length] = False
+        def db(num, den): return float(10 * np.log10(max(num, 1e-300) / max(den, 1e-300)))
+        out.append({"lag": lag, "endLag": end_lag, "errorDB": db(np.sum(err ** 2), np.sum(b ** 2)),
+                    "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(b[mask] ** 2)), "glitches": glitches[:20],
+                    "correlation": float(np.dot(a, b) / np.sqrt(np.dot(a, a) * np.dot(b, b))),
+                    "energyRatio": float(np.sum(a ** 2) / np.sum(b ** 2)), "comparedFrames": int(m)})
+    print(json.dumps(out))
+    """#
+
+    private struct Spec: Encodable {
+        var recording: String, input: String?, inputs: Int, outputs: Int, entries: [NumpyReference.Entry], wet: Double, dry: Double
+    }
+
+    static func compare(recording: String, input: String?, inputs: Int, outputs: Int, entries: [NumpyReference.Entry],
+                        wet: Double, dry: Double, workDirectory: String) throws -> [ChannelResult] {
+        let scriptPath = workDirectory + "/compare-sink.py"
+        let specPath = workDirectory + "/compare-sink-\(UUID().uuidString).json"
+        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        try JSONEncoder().encode(Spec(recording: recording, input: input, inputs: inputs, outputs: outputs, entries: entries,
+                                      wet: wet, dry: dry)).write(to: URL(fileURLWithPath: specPath))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [scriptPath, specPath]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        let errors = Pipe()
+        process.standardError = errors
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let results = try? JSONDecoder().decode([ChannelResult].self, from: data) else {
+            throw TestFailure("compare-sink.py failed: \(String(decoding: data, as: UTF8.self)) \(errorText.suffix(2000))")
+        }
+        return results
+    }
+}
