@@ -50,7 +50,8 @@ final class UserConfigTests: XCTestCase {
         }
     }
 
-    private func playAndCompare(node: String, positions: [String], outputPositions: [String]? = nil, inputPrefix: String,
+    private func playAndCompare(node: String, outputNode: String? = nil, positions: [String], outputPositions: [String]? = nil,
+                                inputPrefix: String,
                                 entries: [NumpyReference.Entry], wet: Double, dry: Double, irSeconds: Double,
                                 file: StaticString = #filePath, line: UInt = #line) throws {
         let inputs = positions.count
@@ -61,7 +62,7 @@ final class UserConfigTests: XCTestCase {
         try TestSignals.write(TestSignals.noise(seconds: 1.5, channels: inputs, leadIn: leadIn, leadOut: irSeconds + 0.3),
                               to: path("input.wav"))
         try PlayThrough(daemon: daemon, nodeName: node, positions: positions, outputPositions: outputPositions,
-                        nodeInputPrefix: inputPrefix)
+                        nodeInputPrefix: inputPrefix, outputNodeName: outputNode)
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: leadIn + 1.5 + irSeconds,
                  tailSeconds: 0.3, tag: node)
         if let properties = try? daemon.nodeProperties(node) {
@@ -77,7 +78,8 @@ final class UserConfigTests: XCTestCase {
     // MARK: - Sink mode
 
     /// `mode = sink`: an Audio/Sink with playback_<POS> inputs; what plays into it arrives
-    /// convolved on output_<POS> (recorded downstream) and matches the reference.
+    /// convolved on its output stream's output.<name>:output_<POS> (recorded downstream) and
+    /// matches the reference.
     func testSinkModeIsAnAudioSinkAndConvolves() throws {
         let ir = [Self.impulse(frames: 2400, tap: 0, seed: 1), Self.impulse(frames: 2400, tap: 5, seed: 2)]
         try TestSignals.write(ir, to: path("ir.wav"))
@@ -85,11 +87,13 @@ final class UserConfigTests: XCTestCase {
             arguments: "node.name = conv-sink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-sink", count: 4, timeout: 30)
-        XCTAssertEqual(try daemon.portNames(ofNode: "conv-sink"), ["output_FL", "output_FR", "playback_FL", "playback_FR"])
+        try daemon.waitForPorts(ofNode: "output.conv-sink", count: 2, timeout: 30)
+        XCTAssertEqual(try daemon.portNames(ofNode: "conv-sink"), ["monitor_FL", "monitor_FR", "playback_FL", "playback_FR"])
+        XCTAssertEqual(try daemon.portNames(ofNode: "output.conv-sink"), ["output_FL", "output_FR"])
         let node = try XCTUnwrap(try daemon.nodeProperties("conv-sink"))
         XCTAssertEqual(node.properties["media.class"] as? String, "Audio/Sink")
         XCTAssertEqual(node.properties["node.virtual"] as? Bool, true, "pw-dump gives booleans as JSON booleans")
-        try playAndCompare(node: "conv-sink", positions: ["FL", "FR"], inputPrefix: "playback",
+        try playAndCompare(node: "conv-sink", outputNode: "output.conv-sink", positions: ["FL", "FR"], inputPrefix: "playback",
                            entries: [.init(0, 0, path("ir.wav"), 0), .init(1, 1, path("ir.wav"), 1)],
                            wet: 1, dry: 0, irSeconds: 0.05)
     }
@@ -101,8 +105,9 @@ final class UserConfigTests: XCTestCase {
         try TestSignals.write(hall.channels, to: path("hall.wav"))
         let client = try startConfig("swift-convolver-hall-sink.conf", node: "convolver-hall", portCount: 4)
         defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "output.convolver-hall", count: 2, timeout: 30)
         XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
-        try playAndCompare(node: "convolver-hall", positions: ["FL", "FR"], inputPrefix: "playback",
+        try playAndCompare(node: "convolver-hall", outputNode: "output.convolver-hall", positions: ["FL", "FR"], inputPrefix: "playback",
                            entries: [.init(0, 0, path("hall.wav"), 0), .init(1, 1, path("hall.wav"), 1)],
                            wet: 0.3, dry: 0.7, irSeconds: Double(hall.frameCount) / 48000)
     }
@@ -112,8 +117,9 @@ final class UserConfigTests: XCTestCase {
         try TestSignals.write(fir, to: path("room-correction.wav"))
         let client = try startConfig("swift-convolver-room-correction.conf", node: "convolver-room", portCount: 4)
         defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "output.convolver-room", count: 2, timeout: 30)
         // gain = 0.501 in the config: −6 dB.
-        try playAndCompare(node: "convolver-room", positions: ["FL", "FR"], inputPrefix: "playback",
+        try playAndCompare(node: "convolver-room", outputNode: "output.convolver-room", positions: ["FL", "FR"], inputPrefix: "playback",
                            entries: [.init(0, 0, path("room-correction.wav"), 0), .init(1, 1, path("room-correction.wav"), 1)],
                            wet: 0.501, dry: 0, irSeconds: 0.1)
     }
@@ -165,11 +171,13 @@ final class UserConfigTests: XCTestCase {
     func testVirtualSurroundHeSuViConfig() throws {
         // Each HRIR channel distinct: its own tap position and noise.
         try TestSignals.write((0..<14).map { Self.impulse(frames: 960, tap: 2 * $0, seed: 40 + UInt64($0)) }, to: path("hrir.wav"))
-        let client = try startConfig("swift-convolver-virtual-surround-7.1-hesuvi.conf", node: "convolver-surround", portCount: 10)
+        let client = try startConfig("swift-convolver-virtual-surround-7.1-hesuvi.conf", node: "convolver-surround", portCount: 16)
         defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "output.convolver-surround", count: 2, timeout: 30)
         let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
         XCTAssertEqual(try daemon.portNames(ofNode: "convolver-surround"),
-                       (["output_FL", "output_FR"] + positions.map { "playback_\($0)" }).sorted())
+                       (positions.map { "monitor_\($0)" } + positions.map { "playback_\($0)" }).sorted())
+        XCTAssertEqual(try daemon.portNames(ofNode: "output.convolver-surround"), ["output_FL", "output_FR"])
         // HeSuVi: 0 FL-L 1 FL-R 2 SL-L 3 SL-R 4 RL-L 5 RL-R 6 FC-L 7 FR-R 8 FR-L 9 SR-R 10 SR-L 11 RR-R 12 RR-L 13 FC-R.
         let leftRight: [String: (Int, Int)] = ["FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
                                                 "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9)]
@@ -179,7 +187,7 @@ final class UserConfigTests: XCTestCase {
             let (left, right) = try XCTUnwrap(leftRight[position])
             entries += [.init(input, 0, hrir, left), .init(input, 1, hrir, right)]
         }
-        try playAndCompare(node: "convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
+        try playAndCompare(node: "convolver-surround", outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
                            inputPrefix: "playback", entries: entries, wet: 1, dry: 0, irSeconds: 0.05)
     }
 }

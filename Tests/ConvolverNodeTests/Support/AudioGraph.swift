@@ -197,6 +197,8 @@ struct PlayThrough {
     var outputPositions: [String]? = nil
     /// `input` for a filter, `playback` for a node in sink mode.
     var nodeInputPrefix = "input"
+    /// The node whose `output_<POS>` ports are recorded: nil = `nodeName`; in sink mode `output.<name>`.
+    var outputNodeName: String? = nil
     /// The recording's channels: the node's inputs, then its outputs (FL FR RL RR for stereo).
     var recordedPositions: [String] {
         let count = positions.count + (outputPositions ?? positions).count
@@ -222,7 +224,7 @@ struct PlayThrough {
         try daemon.waitForPorts(ofNode: recorderName, count: recordedPositions.count)
         let outputs = outputPositions ?? positions
         for (position, recorded) in zip(outputs, recordedPositions.suffix(outputs.count)) {
-            try daemon.link("\(nodeName):output_\(position)", "\(recorderName):input_\(recorded)")
+            try daemon.link("\(outputNodeName ?? nodeName):output_\(position)", "\(recorderName):input_\(recorded)")
         }
         let player = try daemon.spawn(["pw-play", "-P", Self.streamProperties(playerName),
                                        "--channels", "\(positions.count)", "--channel-map", positions.joined(separator: ","), inputPath],
