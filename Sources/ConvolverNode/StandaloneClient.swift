@@ -22,7 +22,12 @@ public enum StandaloneClient {
         guard let mainLoop = pw_main_loop_new(nil) else { throw .pipeWire(call: "pw_main_loop_new", errno: errno) }
         defer { pw_main_loop_destroy(mainLoop) }
         let loop = pw_main_loop_get_loop(mainLoop)!
-        guard let context = pw_context_new(loop, nil, 0) else { throw .pipeWire(call: "pw_context_new", errno: errno) }
+        // client-rt.conf, as pw-play and pw-jack use: it loads module-rt, which gives the data thread
+        // and the helpers (through the context's thread utils) real-time scheduling; the default
+        // client.conf does not, and then both run at normal priority.
+        guard let context = pw_context_new(loop, pw_properties_new_string("config.name=client-rt.conf"), 0) else {
+            throw .pipeWire(call: "pw_context_new", errno: errno)
+        }
         defer { pw_context_destroy(context) }
         guard let core = pw_context_connect(context, nil, 0) else {
             throw .pipeWire(call: "pw_context_connect (is PipeWire running for this XDG_RUNTIME_DIR?)", errno: errno)

@@ -163,6 +163,10 @@ final class FaultTests: XCTestCase {
         try daemon.setQuantum(256)
         let again = try start(daemon, log: logDirectory + "/second.log")
         XCTAssertTrue(again.isRunning)
+        // Like pw-play, the client reads client-rt.conf: module-rt makes its helpers real-time
+        // (statistics are published once a second).
+        XCTAssertTrue(waitUntil(timeout: 5) { ["1", "true"].contains((try? self.statistic("conv-standalone", "convolver.helper-realtime")) ?? "") },
+                      "standalone helpers must be real-time: \((try? statistic("conv-standalone", "convolver.helper-realtime")) ?? "?")")
         again.interrupt()
         again.waitUntilExit()
         XCTAssertEqual(again.terminationReason, .exit, "SIGINT reaches the main loop, not a thread that dies of it")
