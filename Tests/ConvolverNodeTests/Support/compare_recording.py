@@ -1,21 +1,25 @@
 """Compares a recording of a node's inputs and outputs with numpy's convolution (double precision).
 
-Usage: compare_recording.py SPEC.json   (SPEC: see `ReferenceSpec` in AudioGraph.swift)
+Usage: compare_recording.py SPEC.json   (SPEC: see `NumpyReference.Spec` in AudioGraph.swift; the
+optional "quanta" lists the graph quanta to try for graph events, "played" the file pw-play played)
 
 The recording holds the node's input channels (what pw-play sent, recorded by pw-record) followed by
 its output channels, taken by one pw-record stream in the same cycles. Expected output o:
-    wet · Σ_entries(input i ∗ IR) + dry · input o.
+    wet · Σ_entries(input i ∗ IR) + dry · input o,
+compared at the lag found by cross-correlation (0 for a zero-latency node).
 
-Graph events. Under load pw-record (PipeWire 0.3.65) now and then loses a whole cycle: its
-recording lacks one block of the node's input and the node's output alike, so the two stay aligned,
-but the node's output after that point still carries the lost block, for one IR length. (Measured:
-the recorded output then matched, at float precision, a node input with exactly that one block
-more; and the node counted no cycle it was run twice in.) Such places are modelled, not excused:
-the node's input is taken to hold one more block there, one to three graph quanta long, and only
-the blocks the node can have had are tried: the blocks the recording lacks, as the played file has
-them, after silent ones (the player late in those cycles too). The event counts only if the model then explains
-the output at float precision from that point for the IR's length (or up to the next event).
-Anything else is a glitch: start and length of the run of wrong samples.
+Graph events. Under load pw-record (PipeWire 0.3.65) now and then loses whole cycles: the recording
+lacks a block of the node's input and of its output alike, so the two stay aligned, but the node's
+output after that point still carries the lost block for one IR length. (Measured: the recorded
+output then matched, at float precision, a node input with exactly those blocks more; the node
+counted no cycle it was run twice in.) Around quantum changes the recording sometimes also has the
+input of a block but the node's output of the call after it. Such places are modelled, not excused:
+the node's input is taken to hold one to three graph quanta more there, and only blocks the node
+can have had are tried: silence (the player late in that cycle too), then the played blocks the
+recording lacks, as the played file has them, never blocks the recording already has. An event
+counts only if the model then explains the output at float precision from that point for the IR's
+length (or up to the next event). Anything else is a glitch: start and length of a run of wrong
+samples.
 """
 import json
 import sys
@@ -177,22 +181,27 @@ class Reference:
         for cycles in (1, 2, 3):
             for quantum in self.quanta:
                 length = cycles * quantum
-                if node_at < length:
-                    continue
-                # The lost cycles in order: `silent` ones (the player late in them too), then the
-                # played blocks the recording lacks.
-                for silent in range(cycles + 1):
-                    played = self.missed_block(node_input[node_at : node_at + 64], (cycles - silent) * quantum)
-                    if played is None:
+                # `delay` 0: the lost cycles come before the recorded block at `at`; `quantum`: after
+                # it, and the recording has that block's input but took the next call's output.
+                for delay in (0, quantum):
+                    insert = node_at + delay
+                    if insert < length:
                         continue
-                    if len(played) and np.array_equal(played, node_input[node_at - len(played) : node_at]):
-                        continue  # the recording has these blocks: that would be the node repeating them
-                    block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
-                    candidate = np.concatenate([node_input[:node_at], block, node_input[node_at:]])
-                    if self.explains(candidate, at, node_at + length, quantum, min(window, quantum + 512)) \
-                            and self.explains(candidate, at, node_at + length, quantum, window):
-                        kind = f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
-                        return candidate, shift_points + [(at, length)], length, kind
+                    # The lost cycles in order: `silent` ones (the player late in them too), then
+                    # the played blocks the recording lacks.
+                    for silent in range(cycles + 1):
+                        played = self.missed_block(node_input[insert : insert + 64], (cycles - silent) * quantum)
+                        if played is None:
+                            continue
+                        if len(played) and np.array_equal(played, node_input[insert - len(played) : insert]):
+                            continue  # the recording has these blocks: that would be the node repeating them
+                        block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
+                        candidate = np.concatenate([node_input[:insert], block, node_input[insert:]])
+                        if self.explains(candidate, at, node_at + length, quantum, min(window, quantum + 512)) \
+                                and self.explains(candidate, at, node_at + length, quantum, window):
+                            kind = (f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
+                                    + (", output one call late" if delay else ""))
+                            return candidate, shift_points + [(at, length)], length, kind
         return None
 
     def explains(self, node_input, at, node_frame, quantum, span):
