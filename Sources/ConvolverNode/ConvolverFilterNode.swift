@@ -19,6 +19,7 @@ public final class ConvolverFilterNode {
     private var newestSlot: EngineSlot?
     /// Late levels of engines already replaced.
     private var lateLevelsOfReplacedEngines = 0
+    private var lateSplitsOfReplacedEngines = 0
     /// Builds engines for new rates and IRs off the main loop (created with the wake event).
     private var builder: EngineBuilder?
     /// The rate the newest requested engine is for (requested or built).
@@ -202,7 +203,11 @@ public final class ConvolverFilterNode {
 
     /// Hands a built engine to the data thread (it takes it at its next call).
     private func install(_ slot: EngineSlot, configuration: NodeConfiguration) {
-        if let previous = newestSlot { lateLevelsOfReplacedEngines += previous.scheduler.statistics().lateLevels }
+        if let previous = newestSlot {
+            let statistics = previous.scheduler.statistics()
+            lateLevelsOfReplacedEngines += statistics.lateLevels
+            lateSplitsOfReplacedEngines += statistics.split?.lateSplits ?? 0
+        }
         newestSlot = slot
         if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
             Self.free(unused)   // the data thread never took it
@@ -306,6 +311,8 @@ public final class ConvolverFilterNode {
             "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
             "convolver.late-levels": "\(lateLevelsOfReplacedEngines + (helpers?.lateLevels ?? 0))",
             "convolver.helper-margin-p99-us": marginP99,
+            "convolver.split-parts": "\(helpers?.split?.partCount ?? 1)",
+            "convolver.late-splits": "\(lateSplitsOfReplacedEngines + (helpers?.split?.lateSplits ?? 0))",
             "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
             "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",

@@ -80,7 +80,7 @@ final class ControlTests: XCTestCase {
     func testStatisticsPropertiesAppearAndMove() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         let client = try ModuleClient.start(daemon, name: "conv-stats",
-                                            arguments: "node.name = conv-stats filename = \"\(path("ir.wav"))\"")
+                                            arguments: "node.name = conv-stats filename = \"\(path("ir.wav"))\" workgroup = { split = on }")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-stats", count: 4, timeout: 30)
         // Linked to a recorder, the node runs every cycle.
@@ -102,9 +102,12 @@ final class ControlTests: XCTestCase {
             return (number(first["convolver.calls"]) ?? 0) > 0
         }, "statistics: \(first)")
         for key in ["convolver.calls", "convolver.late-cycles", "convolver.late-levels", "convolver.helper-margin-p99-us",
-                    "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate"] {
+                    "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate",
+                    "convolver.split-parts", "convolver.late-splits"] {
             XCTAssertNotNil(first[key], "\(key) missing in \(first)")
         }
+        // split = on: the head's per-output work of the two outputs goes to two parts.
+        XCTAssertEqual(number(first["convolver.split-parts"]), 2, "\(first)")
         usleep(2_200_000)
         let second = try statistics()
         print("statistics: \(second)")
