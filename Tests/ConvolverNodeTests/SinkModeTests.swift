@@ -96,9 +96,9 @@ final class SinkModeTests: XCTestCase {
         usleep(500_000)
         recorder.interrupt()
 
-        let results = try SinkGraph.compare(recording: path("rec-wp.wav"), input: path("input.wav"), inputs: 2, outputs: 2,
-                                            entries: SinkGraph.stereo(path("ir.wav")), wet: 1, dry: 0,
-                                            workDirectory: daemon.runtimeDirectory)
+        let results = try NumpyReference.compare(recording: path("rec-wp.wav"), inputs: 2, outputs: 2,
+                                                 entries: SinkGraph.stereo(path("ir.wav")), wet: 1, dry: 0, played: nil,
+                                                 input: path("input.wav"), workDirectory: daemon.runtimeDirectory)
         XCTAssertEqual(results.count, 2)
         for (channel, result) in results.enumerated() {
             print("WirePlumber route, output \(channel): \(result)")
@@ -539,119 +539,6 @@ private enum SinkGraph {
         return []
     }
 
-    struct ChannelResult: Decodable, CustomStringConvertible {
-        /// Recording frame of the expected signal's frame 0 (cross-correlation)…
-        var lag: Int
-        /// …and the same found over the last second of input: equal if nothing was dropped or repeated.
-        var endLag: Int
-        /// Error energy over expected energy, aligned at `lag`, over the overlap.
-        var errorDB: Double
-        /// The same outside the glitches.
-        var cleanErrorDB: Double
-        /// Runs of wrong samples (> 1e-4 off): [start, length].
-        var glitches: [[Int]]
-        var correlation: Double
-        /// Recorded energy over expected energy, aligned at `lag`.
-        var energyRatio: Double
-        var comparedFrames: Int
-        var description: String {
-            "lag \(lag) (end \(endLag)), error \(String(format: "%.1f", errorDB)) dB "
-                + "(\(String(format: "%.1f", cleanErrorDB)) dB outside glitches \(glitches)), "
-                + "correlation \(String(format: "%.6f", correlation)), energy ratio \(String(format: "%.4f", energyRatio)), "
-                + "\(comparedFrames) frames"
-        }
-    }
-
     /// Stereo `file` channel i on input i → output i.
     static func stereo(_ file: String) -> [NumpyReference.Entry] { [.init(0, 0, file, 0), .init(1, 1, file, 1)] }
-
-    /// For the WirePlumber route, where the recording (the device sink's monitor) holds only the
-    /// outputs and starts at a lag the graph sets: numpy/scipy in double precision, expected
-    /// output o = wet·Σ(x_i ∗ h) + dry·x_o with x the played file `input` (or, without one, the
-    /// recording's first `inputs` channels), lag by cross-correlation, checked again at the end.
-    static let script = #"""
-    import json, sys, warnings
-    warnings.simplefilter("ignore")
-    import numpy as np
-    from scipy.io import wavfile
-    from scipy.signal import fftconvolve
-    spec = json.load(open(sys.argv[1]))
-    def load(path):
-        data = np.asarray(wavfile.read(path)[1], dtype=np.float64)
-        return data.reshape(len(data), -1)
-    r = load(spec["recording"]); n = spec["inputs"]; wet, dry = spec["wet"], spec["dry"]
-    if spec.get("input"):
-        x = load(spec["input"]); y = r
-    else:
-        x = r[:, :n]; y = r[:, n:]
-    files = {}
-    out = []
-    for o in range(spec["outputs"]):
-        e = np.zeros(len(x) + max(len(load(en["file"])) for en in spec["entries"]))
-        for en in spec["entries"]:
-            if en["output"] != o: continue
-            h = files.setdefault(en["file"], load(en["file"]))
-            c = fftconvolve(x[:, en["input"]], h[:, en["channel"]])
-            e[:len(c)] += wet * c
-        if o < x.shape[1]: e[:len(x)] += dry * x[:, o]
-        got = y[:, o]
-        size = 1 << int(np.ceil(np.log2(len(got) + len(e))))
-        corr = np.fft.irfft(np.fft.rfft(got, size) * np.conj(np.fft.rfft(e, size)), size)
-        lag = int(np.argmax(np.abs(corr)))
-        if lag >= size // 2: lag -= size
-        a = got[max(lag, 0):]; b = e[max(-lag, 0):]
-        m = min(len(a), len(b)); a = a[:m]; b = b[:m]
-        err = a - b
-        # The lag again over the last second of input: equal when no sample was dropped or repeated.
-        active = np.nonzero(np.any(np.abs(x) > 0, axis=1))[0]
-        tail = max(int(active[0]), int(active[-1]) - 48000)
-        probe = e[tail:int(active[-1])]
-        corr = np.fft.irfft(np.fft.rfft(got, size) * np.conj(np.fft.rfft(probe, size)), size)
-        end_lag = int(np.argmax(np.abs(corr)))
-        if end_lag >= size // 2: end_lag -= size
-        end_lag -= tail
-        # Runs of wrong samples (> 1e-4 off; gaps under 256 frames merged): [start, length].
-        glitches = []
-        for index in np.nonzero(np.abs(err) > 1e-4)[0]:
-            if glitches and index - (glitches[-1][0] + glitches[-1][1]) < 256:
-                glitches[-1][1] = int(index) - glitches[-1][0] + 1
-            else:
-                glitches.append([int(index), 1])
-        mask = np.ones(m, dtype=bool)
-        for start, length in glitches: mask[start:start + length] = False
-        def db(num, den): return float(10 * np.log10(max(num, 1e-300) / max(den, 1e-300)))
-        out.append({"lag": lag, "endLag": end_lag, "errorDB": db(np.sum(err ** 2), np.sum(b ** 2)),
-                    "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(b[mask] ** 2)), "glitches": glitches[:20],
-                    "correlation": float(np.dot(a, b) / np.sqrt(np.dot(a, a) * np.dot(b, b))),
-                    "energyRatio": float(np.sum(a ** 2) / np.sum(b ** 2)), "comparedFrames": int(m)})
-    print(json.dumps(out))
-    """#
-
-    private struct Spec: Encodable {
-        var recording: String, input: String?, inputs: Int, outputs: Int, entries: [NumpyReference.Entry], wet: Double, dry: Double
-    }
-
-    static func compare(recording: String, input: String?, inputs: Int, outputs: Int, entries: [NumpyReference.Entry],
-                        wet: Double, dry: Double, workDirectory: String) throws -> [ChannelResult] {
-        let scriptPath = workDirectory + "/compare-sink.py"
-        let specPath = workDirectory + "/compare-sink-\(UUID().uuidString).json"
-        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
-        try JSONEncoder().encode(Spec(recording: recording, input: input, inputs: inputs, outputs: outputs, entries: entries,
-                                      wet: wet, dry: dry)).write(to: URL(fileURLWithPath: specPath))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [scriptPath, specPath]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        let errors = Pipe()
-        process.standardError = errors
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let results = try? JSONDecoder().decode([ChannelResult].self, from: data) else {
-            throw TestFailure("compare-sink.py failed: \(String(decoding: data, as: UTF8.self)) \(errorText.suffix(2000))")
-        }
-        return results
-    }
 }

@@ -69,6 +69,9 @@ enum NumpyReference {
         var glitches: [[Int]]
         /// Cycles pw-record lost, each explained at float precision.
         var graphEvents: [GraphEvent]
+        /// Normalised correlation and energy ratio of recorded and expected output (compared frames).
+        var correlation: Double
+        var energyRatio: Double
         var comparedFrames: Int
         var expectedFrames: Int
     }
@@ -103,15 +106,19 @@ enum NumpyReference {
         var wet: Double
         var dry: Double
         var played: String?
+        /// The node's input when the recording holds only its outputs.
+        var input: String?
     }
 
     static let scriptPath = BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/compare_recording.py"
 
-    /// `recording`: the node's `inputs` channels, then its `outputs` channels; `played`: the file
-    /// pw-play played (to recognise the blocks the recorder missed).
+    /// `recording`: the node's `inputs` channels, then its `outputs` channels, or only the outputs
+    /// when `input` is the file the node received; `played`: the file pw-play played (to recognise
+    /// the blocks the recorder missed).
     static func compare(recording: String, inputs: Int, outputs: Int, entries: [Entry], wet: Double, dry: Double,
-                        played: String?, workDirectory: String) throws -> [ChannelResult] {
-        var spec = Spec(recording: recording, inputs: inputs, outputs: outputs, entries: entries, wet: wet, dry: dry, played: played)
+                        played: String?, input: String? = nil, workDirectory: String) throws -> [ChannelResult] {
+        var spec = Spec(recording: recording, inputs: inputs, outputs: outputs, entries: entries, wet: wet, dry: dry,
+                        played: played, input: input)
         if let keep = ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_KEEP_RECORDINGS"] {
             // For a look afterwards: the spec and its files, copied to that directory.
             let prefix = keep + "/" + URL(fileURLWithPath: recording).deletingPathExtension().lastPathComponent + "-\(UUID().uuidString.prefix(8))"

@@ -1,7 +1,8 @@
 """Compares a recording of a node's inputs and outputs with numpy's convolution (double precision).
 
 Usage: compare_recording.py SPEC.json   (SPEC: see `NumpyReference.Spec` in AudioGraph.swift; the
-optional "quanta" lists the graph quanta to try for graph events, "played" the file pw-play played)
+optional "quanta" lists the graph quanta to try for graph events, "played" the file pw-play played,
+"input" a file that is the node's input when the recording holds only the outputs)
 
 The recording holds the node's input channels (what pw-play sent, recorded by pw-record) followed by
 its output channels, taken by one pw-record stream in the same cycles. Expected output o:
@@ -54,8 +55,13 @@ class Reference:
     def __init__(self, spec):
         both = load(spec["recording"])
         self.ni, self.no = spec["inputs"], spec["outputs"]
-        self.x = both[:, : self.ni]
-        self.y = both[:, self.ni : self.ni + self.no]
+        if spec.get("input"):
+            # The recording holds only the outputs (a device's monitor, say); the input is the file.
+            self.x = load(spec["input"])[:, : self.ni]
+            self.y = both[:, : self.no]
+        else:
+            self.x = both[:, : self.ni]
+            self.y = both[:, self.ni : self.ni + self.no]
         self.wet, self.dry = spec["wet"], spec["dry"]
         files = {}
         self.routes = [[] for _ in range(self.no)]  # per output: (input, IR)
@@ -115,12 +121,16 @@ class Reference:
         node_input, shift_points, events = self.x.copy(), [], []
         # One lag for all outputs: compare there (a zero-latency node has lag 0), modelling the
         # cycles the recording lost one after the other.
+        recorded = [len(self.y) - lag for lag in lags]  # frames recorded from expected frame 0 on
+        # Output and input the same length (the recording may be shorter or longer than the input).
+        self.y = np.vstack([self.y, np.zeros((max(0, frames + max(lags) - len(self.y)), self.no))])[: frames + max(lags)]
         if len(set(lags)) == 1 and lags[0] >= 0:
-            self.y = np.vstack([self.y[lags[0]:], np.zeros((lags[0], self.no))])
+            self.y = self.y[lags[0]:]
             start = 0
             while True:
                 mapped = self.render(node_input)[np.arange(frames) + self.shifts(shift_points, frames)]
-                bad = np.nonzero(np.any(np.abs(self.y[start:] - mapped[start:]) > TOLERANCE, axis=1))[0]
+                end = min(recorded)
+                bad = np.nonzero(np.any(np.abs(self.y[start:end] - mapped[start:end]) > TOLERANCE, axis=1))[0]
                 if len(bad) == 0:
                     break
                 at = start + int(bad[0])
@@ -139,7 +149,7 @@ class Reference:
         for o in range(self.no):
             lag = lags[o]
             offset = 0 if lags_applied[o] else lag  # y already shifted when the lag was applied
-            m = max(0, min(len(expected) - shift[-1], frames - lag))
+            m = max(0, min(len(expected) - shift[-1], frames - lag, recorded[o]))
             exp = expected[np.arange(m) + shift[:m], o]
             got = self.y[offset : offset + m, o]
             err = got - exp
@@ -157,6 +167,8 @@ class Reference:
                 "errorDB": db(np.sum(err ** 2), np.sum(exp ** 2)),
                 "cleanErrorDB": db(np.sum(err[mask] ** 2), np.sum(exp[mask] ** 2)),
                 "glitches": glitches[:20], "glitchCount": len(glitches), "graphEvents": events,
+                "correlation": float(np.dot(got, exp) / max(np.sqrt(np.dot(got, got) * np.dot(exp, exp)), 1e-300)),
+                "energyRatio": float(np.sum(got ** 2) / max(np.sum(exp ** 2), 1e-300)),
                 "comparedFrames": int(m), "expectedFrames": int(frames)})
         return results
 
