@@ -14,6 +14,7 @@ Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed b
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -81,6 +82,22 @@ def process_cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as stat:
         fields = stat.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def thread_cpu_seconds(pid):
+    """utime + stime per thread name (e.g. the data thread "data-loop.0" or "pipewire", our helpers
+    "swconv-…"), summed over threads of the same name: where a process spends its CPU."""
+    by_name = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as stat:
+                head, tail = stat.read().rsplit(")", 1)
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        name = re.sub(r"\d+$", "N", head.split("(", 1)[1])
+        fields = tail.split()
+        by_name[name] = by_name.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return by_name
 
 
 def filter_chain_config(path, ir_path, tag):
@@ -158,11 +175,15 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
             graph.run("pw-link", f"play-{tag}:output_{channel}", f"rec-{tag}:input_{channel}")
             graph.run("pw-link", f"play-{tag}:output_{channel}", inputs + channel)
         cpu_start, wall_start = process_cpu_seconds(node.pid), time.monotonic()
+        threads_start = thread_cpu_seconds(node.pid)
         top = subprocess.Popen([executable, "top", "--batch"], env=graph.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         player.wait(timeout=seconds + ir_seconds + 60)
         cpu = process_cpu_seconds(node.pid) - cpu_start
         wall = time.monotonic() - wall_start
+        threads = {name: 100 * (seconds_used - threads_start.get(name, 0)) / wall
+                   for name, seconds_used in thread_cpu_seconds(node.pid).items()}
+        statistics = node_statistics(graph, measured[0]) if system == "swift-convolver" else {}
         time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
         top.send_signal(signal.SIGINT)
         top_output = top.communicate(timeout=30)[0]
@@ -182,11 +203,22 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         raise RuntimeError(f"top saw none of {measured}:\n{top_output}")
     return {
         "cpu_percent": 100 * cpu / wall,
+        "threads": threads,
+        "statistics": statistics,
         "busy_p99_us": max(r["busy_p99"] for r in busy),
         "busy_max_us": max(r["busy_max"] for r in busy),
         "late": max(r["late"] for r in busy),
         "recording": recording,
     }
+
+
+def node_statistics(graph, name):
+    """Our node's own statistics (its convolver.* properties, as pw-dump shows them)."""
+    for node in json.loads(graph.run("pw-dump", "-N") or "[]"):
+        props = (node.get("info") or {}).get("props") or {}
+        if node.get("type", "").endswith(":Node") and props.get("node.name") == name:
+            return {key[len("convolver."):]: value for key, value in props.items() if key.startswith("convolver.")}
+    return {}
 
 
 def parse_top_total(output):
@@ -284,6 +316,19 @@ def main():
         print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
               f" {r['busy_max_us']:>11.1f} {r['late']:>5} {c['lag']:>6} {len(c['graphEvents']):>5} {c['glitchCount']:>5}"
               f" {c['errorDB']:>8.1f}  {'yes' if intact else 'NO'}")
+    print("\nCPU % by thread (threads of one name summed; N stands for a number):")
+    for ir_seconds, quantum, system, r in results:
+        if r is not None:
+            shares = sorted(r["threads"].items(), key=lambda item: -item[1])
+            print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} "
+                  + "  ".join(f"{name} {share:.2f}" for name, share in shares if share >= 0.005))
+    print("\nswift-convolver's own statistics at the end of each case (node properties convolver.*):")
+    for ir_seconds, quantum, system, r in results:
+        if r is not None and r["statistics"]:
+            st = r["statistics"]
+            print(f"{ir_seconds:>5g} {quantum:>7}  calls {st.get('calls')}, late cycles {st.get('late-cycles')}, "
+                  f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
+                  f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, plan {st.get('plan')}")
     if args.keep:
         print(f"recordings and logs: {directory}")
 

@@ -18,9 +18,12 @@ input of a block but the node's output of the call after it. Such places are mod
 the node's input is taken to hold one to three graph quanta more there, and only blocks the node
 can have had are tried: silence (the player late in that cycle too), then the played blocks the
 recording lacks, as the played file has them, never blocks the recording already has. An event
-counts only if the model then explains the output at float precision from that point for the IR's
-length (or up to the next event). Anything else is a glitch: start and length of a run of wrong
-samples.
+counts only if the model then explains the output at float precision from that point for at least
+a quantum; of those, the one that explains it longest wins (best: for the IR's length, up to the
+next event or the end). After a late cycle pw-record also sometimes gets no
+buffer from one of the node's ports: that output is exact silence for one cycle while the others
+are right; modelled as silence there. Anything else is a glitch: start and length of a run of wrong
+samples; modelling goes on after it, and the lag at the end is measured against the model.
 """
 import json
 import sys
@@ -118,7 +121,7 @@ class Reference:
         end_from = max(first, last - 48000)
         lags = [find_lag(self.y[:, o], plain[: first + 48000, o], 0) for o in range(self.no)]
         end_lags = [find_lag(self.y[:, o], plain[end_from:last, o], end_from) for o in range(self.no)]
-        node_input, shift_points, events = self.x.copy(), [], []
+        node_input, shift_points, events, silent_spans = self.x.copy(), [], [], []
         # One lag for all outputs: compare there (a zero-latency node has lag 0), modelling the
         # cycles the recording lost one after the other.
         recorded = [len(self.y) - lag for lag in lags]  # frames recorded from expected frame 0 on
@@ -129,22 +132,39 @@ class Reference:
             start = 0
             while True:
                 mapped = self.render(node_input)[np.arange(frames) + self.shifts(shift_points, frames)]
+                self.silence(mapped, silent_spans)
                 end = min(recorded)
                 bad = np.nonzero(np.any(np.abs(self.y[start:end] - mapped[start:end]) > TOLERANCE, axis=1))[0]
                 if len(bad) == 0:
                     break
                 at = start + int(bad[0])
                 model = self.lost_cycles(node_input, shift_points, at)
-                if model is None:
+                if model is not None:
+                    node_input, shift_points, length, kind = model
+                    events.append({"kind": kind, "at": at, "frames": length})
+                    start = at
+                    continue
+                span = self.silent_cycle(mapped, at)
+                if span is not None:
+                    silent_spans.append(span)
+                    events.append({"kind": f"recording silent on output {','.join(map(str, span[2]))} for one cycle",
+                                   "at": at, "frames": span[1]})
+                    start = at
+                    continue
+                # Unexplained: a glitch. Model on after it, so that one wrong run is not taken for
+                # every sample after it.
+                start = self.end_of_wrong_run(mapped, at, end)
+                if start is None:
                     break
-                node_input, shift_points, length, kind = model
-                events.append({"kind": kind, "at": at, "frames": length})
-                start = at
+            # The lag at the end against the model: dropped or repeated samples the model does not
+            # explain show here.
+            end_lags = [lags[0] + find_lag(self.y[:, o], mapped[end_from:last, o], end_from) for o in range(self.no)]
             lags_applied = lags
         else:
             lags_applied = [0] * self.no
         expected = self.render(node_input)
         shift = self.shifts(shift_points, frames)
+        self.silence(expected, [(at + shift[at], length, outputs) for at, length, outputs in silent_spans])
         results = []
         for o in range(self.no):
             lag = lags[o]
@@ -182,14 +202,17 @@ class Reference:
 
     def lost_cycles(self, node_input, shift_points, at):
         """Tries 'the recording lost one to three cycles just before recording frame `at`' for each
-        quantum and each set of blocks the node can have had in them. Accepted when the output is
-        then right from `at` on, for the IR's length or up to the next event (at least one quantum).
+        quantum and each set of blocks the node can have had in them. Of the candidates that explain
+        the output from `at` on for at least one quantum, the one that explains it longest (the
+        IR's length, or up to the next event) wins; the simplest, in the order tried, on a tie.
         Returns (node input, shift points, length, kind) or None."""
         offset = sum(extra for point, extra in shift_points if point <= at)
         node_at = at + offset
-        window = self.irFrames + 3 * max(self.quanta)
-        if at + window > len(self.x):
+        # The IR's length, or up to the end of the recording (events in the last IR length count too).
+        window = min(self.irFrames + 3 * max(self.quanta), len(self.y) - at)
+        if window < max(self.quanta) + 512:
             return None
+        best, best_length = None, 0
         for cycles in (1, 2, 3):
             for quantum in self.quanta:
                 length = cycles * quantum
@@ -209,19 +232,53 @@ class Reference:
                             continue  # the recording has these blocks: that would be the node repeating them
                         block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
                         candidate = np.concatenate([node_input[:insert], block, node_input[insert:]])
-                        if self.explains(candidate, at, node_at + length, quantum, min(window, quantum + 512)) \
-                                and self.explains(candidate, at, node_at + length, quantum, window):
+                        if self.explained(candidate, at, node_at + length, min(window, quantum + 512)) < quantum:
+                            continue  # a cheap first look
+                        explained = self.explained(candidate, at, node_at + length, window)
+                        if explained > best_length and explained >= quantum:
                             kind = (f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
                                     + (", output one call late" if delay else ""))
-                            return candidate, shift_points + [(at, length)], length, kind
+                            best, best_length = (candidate, shift_points + [(at, length)], length, kind), explained
+                            if explained == window:
+                                return best
+        return best
+
+    @staticmethod
+    def silence(expected, spans):
+        """The modelled silent cycles: the expected output is silence there."""
+        for at, length, outputs in spans:
+            expected[at : at + length, outputs] = 0
+
+    def silent_cycle(self, mapped, at):
+        """Tries 'the recording has silence on some outputs for one cycle at `at`' (pw-record got no
+        buffer from those ports then; seen on one channel of two after a late cycle): those outputs
+        exactly zero for one quantum from `at`, every output right for the IR's first samples after it.
+        Returns (at, quantum, outputs) or None."""
+        for quantum in self.quanta:
+            got, want = self.y[at : at + quantum], mapped[at : at + quantum]
+            wrong = np.any(np.abs(got - want) > TOLERANCE, axis=0)
+            outputs = [int(o) for o in np.nonzero(wrong)[0]]
+            if len(got) < quantum or not np.all(got[:, outputs] == 0):
+                continue
+            after = slice(at + quantum, at + 2 * quantum + 512)
+            if not np.any(np.abs(self.y[after] - mapped[after]) > TOLERANCE):
+                return (at, quantum, outputs)
         return None
 
-    def explains(self, node_input, at, node_frame, quantum, span):
-        """True when the recorded output from `at` equals the node's output from `node_frame` for
-        `span` frames, or up to a later wrong sample at least one quantum on."""
+    def end_of_wrong_run(self, mapped, at, end):
+        """Where the run of wrong samples from `at` ends (runs closer than 256 frames count as one,
+        as glitches do), or None when it lasts to the end."""
+        wrong = np.nonzero(np.any(np.abs(self.y[at:end] - mapped[at:end]) > TOLERANCE, axis=1))[0]
+        gaps = np.nonzero(np.diff(wrong) >= 256)[0]
+        last = int(wrong[gaps[0]]) if len(gaps) else int(wrong[-1])
+        return at + last + 1 if at + last + 256 < end else None
+
+    def explained(self, node_input, at, node_frame, span):
+        """How many frames from `at` on the recorded output equals the output of a node that
+        received `node_input`, from its frame `node_frame` on (`span` when all of them)."""
         expected = self.render(node_input, node_frame, node_frame + span)
         wrong = np.nonzero(np.any(np.abs(self.y[at : at + span] - expected) > TOLERANCE, axis=1))[0]
-        return len(wrong) == 0 or wrong[0] >= quantum
+        return int(wrong[0]) if len(wrong) else span
 
 
 def main():

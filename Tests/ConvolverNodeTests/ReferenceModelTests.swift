@@ -1,0 +1,114 @@
+import Foundation
+import XCTest
+
+/// The live tests' judge, compare_recording.py, on recordings made here without PipeWire: a node's
+/// exact output (direct convolution) with the graph events the script models put in by hand, and
+/// with node faults it must not explain away.
+final class ReferenceModelTests: XCTestCase {
+    private var directory = ""
+    private let quantum = 256
+    /// The node's input: pw-play's file (lead-in and lead-out silence, 1 s of noise).
+    private let played = TestSignals.noise(seconds: 1, leadIn: 0.25, leadOut: 0.25)
+    private let impulse = TestSignals.syntheticImpulse(frames: 480)
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "reference-model-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try TestSignals.write(played, to: directory + "/played.wav")
+        try TestSignals.write(impulse, to: directory + "/ir.wav")
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Channel c of `input` through channel c of the IR, as long as the input.
+    private func convolve(_ input: [[Float]]) -> [[Float]] {
+        zip(input, impulse).map { signal, taps in
+            (0..<signal.count).map { n in
+                var sum: Double = 0
+                for k in 0..<min(taps.count, n + 1) { sum += Double(signal[n - k]) * Double(taps[k]) }
+                return Float(sum)
+            }
+        }
+    }
+
+    /// Compares a recording of (input channels, output channels).
+    private func judge(input: [[Float]], output: [[Float]]) throws -> [NumpyReference.ChannelResult] {
+        let path = directory + "/recording-\(UUID().uuidString).wav"
+        try TestSignals.write(input + output, to: path)
+        return try NumpyReference.compare(recording: path, inputs: 2, outputs: 2,
+                                          entries: [.init(0, 0, directory + "/ir.wav", 0), .init(1, 1, directory + "/ir.wav", 1)],
+                                          wet: 1, dry: 0, played: directory + "/played.wav", workDirectory: directory)
+    }
+
+    /// A frame inside the noise, on a cycle boundary.
+    private func cycleStart(_ index: Int) -> Int { 12_000 + index * 20 * quantum }
+
+    private func removing(_ range: Range<Int>, from channels: [[Float]]) -> [[Float]] {
+        channels.map { Array($0[..<range.lowerBound] + $0[range.upperBound...]) }
+    }
+
+    func testExactOutputIsIntact() throws {
+        let results = try judge(input: played, output: convolve(played))
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 0)
+            XCTAssertEqual(result.graphEvents.count, 0)
+            XCTAssertEqual(result.lag, 0)
+            XCTAssertEqual(result.endLag, 0)
+            XCTAssertLessThan(result.errorDB, -120)
+        }
+    }
+
+    /// pw-record lost a cycle: the recording lacks one block of the input and the output alike,
+    /// while the node's output after it still carries that block.
+    func testRecordingLostCycleIsModelled() throws {
+        let lost = cycleStart(1)..<cycleStart(1) + quantum
+        let results = try judge(input: removing(lost, from: played), output: removing(lost, from: convolve(played)))
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
+            XCTAssertEqual(result.graphEvents.map(\.at), [lost.lowerBound])
+            XCTAssertEqual(result.endLag, result.lag)
+        }
+    }
+
+    /// pw-record got no buffer from one output port for one cycle: exact silence there.
+    func testSilentOutputCycleIsModelled() throws {
+        var output = convolve(played)
+        let silent = cycleStart(2)..<cycleStart(2) + quantum
+        output[0].replaceSubrange(silent, with: repeatElement(0, count: quantum))
+        let results = try judge(input: played, output: output)
+        XCTAssertEqual(results[0].glitches.count, 0, "\(results[0].glitches)")
+        XCTAssertEqual(results[0].graphEvents.map(\.kind), ["recording silent on output 0 for one cycle"])
+    }
+
+    /// Node faults stay glitches: a block repeated on one output, a block the node never
+    /// processed (its input lacks it, the recording has it). Events after a glitch are still
+    /// modelled, and a glitch does not make the rest of the recording wrong.
+    func testNodeFaultsAreGlitchesAndModellingGoesOnAfterThem() throws {
+        var output = convolve(played)
+        let repeated = cycleStart(1)..<cycleStart(1) + quantum
+        output[0].replaceSubrange(repeated, with: output[0][repeated.lowerBound - quantum..<repeated.lowerBound])
+        let skipped = cycleStart(2)..<cycleStart(2) + quantum
+        let skippedOutput = convolve(removing(skipped, from: played))
+        for channel in 0..<2 {
+            output[channel].replaceSubrange(skipped.lowerBound..., with: [Float](repeating: 0, count: quantum)
+                                                + skippedOutput[channel][skipped.lowerBound...])
+        }
+        let lost = cycleStart(4)..<cycleStart(4) + quantum
+        let results = try judge(input: removing(lost, from: played), output: removing(lost, from: output))
+        // The skipped cycle's own output may pass for a graph event (silence the player sent late,
+        // say), but what follows it may not.
+        let skippedGlitch = skipped.lowerBound...skipped.upperBound
+        XCTAssertEqual(results[0].glitches.count, 2, "\(results[0].glitches) \(results[0].graphEvents)")
+        XCTAssertEqual(results[0].glitches.first?[0], repeated.lowerBound)
+        XCTAssertTrue(skippedGlitch.contains(results[0].glitches.last?[0] ?? -1), "\(results[0].glitches)")
+        XCTAssertEqual(results[1].glitches.count, 1, "\(results[1].glitches) \(results[1].graphEvents)")
+        XCTAssertTrue(skippedGlitch.contains(results[1].glitches.first?[0] ?? -1), "\(results[1].glitches)")
+        for result in results {
+            XCTAssertTrue(result.graphEvents.contains { $0.at == lost.lowerBound }, "\(result.graphEvents)")
+            XCTAssertLessThan(result.glitches.map { $0[1] }.reduce(0, +), quantum + 2 * impulse[0].count + 512,
+                              "only the faults' own runs are wrong: \(result.glitches)")
+        }
+    }
+}
