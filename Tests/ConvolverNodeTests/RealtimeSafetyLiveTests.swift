@@ -77,16 +77,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         XCTAssertEqual("\(statistics["convolver.ir"] ?? "")", lastImpulse, "the IR changes reached the node")
         XCTAssertGreaterThanOrEqual(changes["impulse", default: 0], 1)
 
-        XCTAssertFalse(result.dataThreads.isEmpty, "the data thread was watched (it reads the clock every cycle)")
-        XCTAssertFalse(result.helperThreads.isEmpty, "helper threads were watched")
-        for thread in result.dataThreads + result.helperThreads {
-            XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(result.sites(of: thread))")
-            XCTAssertEqual(thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(result.sites(of: thread))")
-            // FTZ/DAZ: set on every clock read but a new helper's very first (its job sets them).
-            XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set")
-            XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again")
-            XCTAssertLessThanOrEqual(thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set")
-        }
+        result.assertRealtimeSafe()
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
     }
 
@@ -246,6 +237,23 @@ struct RealtimeCheckReport {
     /// PipeWire's data thread: in a `pipewire -c` process of 0.3.65 it keeps the process name.
     var dataThreads: [Thread] { threads.filter { ($0.name.hasPrefix("pipewire") || $0.name.hasPrefix("data-loop")) && $0.clockCalls > 0 } }
     var helperThreads: [Thread] { threads.filter { $0.name.hasPrefix("swconv") } }
+
+    /// The real-time contract on the watched threads: the data thread and the helpers were seen,
+    /// none allocated or locked a mutex, and FTZ/DAZ were set on every clock read but a new
+    /// helper's very first (its job sets them) and never cleared.
+    func assertRealtimeSafe(file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertFalse(dataThreads.isEmpty, "the data thread was watched (it reads the clock every cycle)", file: file, line: line)
+        XCTAssertFalse(helperThreads.isEmpty, "helper threads were watched", file: file, line: line)
+        for thread in dataThreads + helperThreads {
+            XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(sites(of: thread))", file: file, line: line)
+            XCTAssertEqual(thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(sites(of: thread))",
+                           file: file, line: line)
+            XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set", file: file, line: line)
+            XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again", file: file, line: line)
+            XCTAssertLessThanOrEqual(thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set",
+                                     file: file, line: line)
+        }
+    }
 
     func sites(of thread: Thread) -> String {
         sites.filter { $0.tid == thread.tid }.map { "  \($0.kind) ×\($0.count) from \($0.location)" }.joined(separator: "\n")
