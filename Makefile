@@ -2,7 +2,7 @@
 #   make test        install missing Debian packages, build everything, run every test
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
-#   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~15 min)
+#   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~25 min)
 #   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
 #   make install     user-level (~/.local, ~/.config); `make install PREFIX=/usr/local` system-wide
 #   make uninstall   the same variables; removes every file install wrote

@@ -6,6 +6,8 @@ both; one system at a time (the machine has few cores, running both at once woul
 competition). Per case it reports: process CPU over the run (all threads, /proc/PID/stat utime+stime),
 data-thread busy p99/max and late cycles (`pw-convolver top --batch`), and whether the recording is
 intact (the output compared with numpy's convolution of the input it received, recorded beside it).
+Below the table: CPU by thread (where each process spends it) and our node's own statistics
+(its convolver.* properties: late levels, helper margin, busy inside the node's process call).
 
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
