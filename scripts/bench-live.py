@@ -277,10 +277,11 @@ def main():
             ir = synthetic_ir(ir_seconds, seed=int(ir_seconds * 10))
             ir_path = os.path.join(directory, f"ir-{ir_seconds:g}s.wav")
             wavfile.write(ir_path, RATE, ir)
-            # 1 s of silence first: the channels are linked one after the other, and the noise must not
-            # start before both are. Silence after the noise, as long as the IR: pw-play stays linked
+            # 3 s of silence first: the channels are linked one after the other, and the noise must not
+            # start before both are; and our node re-plans for the graph's quantum when it first runs
+            # (taken only in silence). Silence after the noise, as long as the IR: pw-play stays linked
             # while the tail rings out (a player that ends unlinks itself and changes the graph).
-            played = np.vstack([np.zeros((RATE, 2), np.float32), noise,
+            played = np.vstack([np.zeros((3 * RATE, 2), np.float32), noise,
                                 np.zeros((len(ir) + RATE // 2, 2), np.float32)])
             input_path = os.path.join(directory, f"input-{ir_seconds:g}s.wav")
             wavfile.write(input_path, RATE, played)
@@ -330,7 +331,8 @@ def main():
             st = r["statistics"]
             print(f"{ir_seconds:>5g} {quantum:>7}  calls {st.get('calls')}, late cycles {st.get('late-cycles')}, "
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
-                  f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, plan {st.get('plan')}")
+                  f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
+                  f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")
     if args.keep:
         print(f"recordings and logs: {directory}")
 

@@ -33,7 +33,11 @@ public final class ConvolverFilterNode {
     private var statisticsTimer: UnsafeMutablePointer<spa_source>?
     private var wakeEvent: UnsafeMutablePointer<spa_source>?
     private var controls: LiveControls
-    private let expectedBlockSize: Int
+    /// The call size new engines are planned for: the graph's quantum once the data thread saw it.
+    private var expectedBlockSize: Int
+    /// A re-plan for the graph's quantum is being built; a quantum it failed for is not retried.
+    private var quantumBuildPending = false
+    private var unplannableQuantum = 0
     private var lastPublished: [String: String] = [:]
     /// Scratch memory for building param pods (main loop only).
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
@@ -185,7 +189,7 @@ public final class ConvolverFilterNode {
         wakeEvent = nil
         realtime.wakeSource = nil
         // The data thread is gone: every engine slot is ours to free.
-        for pointer in [realtime.activeEngine, realtime.fadingEngine, realtime.pendingEngine.exchange(nil, ordering: .acquiring),
+        for pointer in [realtime.activeEngine, realtime.fadingEngine, realtime.takeOffered(),
                         realtime.retiredEngine.exchange(nil, ordering: .acquiring)] {
             if let pointer { Self.free(pointer) }
         }
@@ -201,18 +205,20 @@ public final class ConvolverFilterNode {
 
     // MARK: - Engines
 
-    /// Hands a built engine to the data thread (it takes it at its next call).
-    private func install(_ slot: EngineSlot, configuration: NodeConfiguration) {
+    /// Hands a built engine to the data thread: at its next call, or with `inSilence` once the
+    /// engine in use holds only zeros (a re-plan of the same IR must not change the output).
+    private func install(_ slot: EngineSlot, configuration: NodeConfiguration, inSilence: Bool = false) {
         if let previous = newestSlot {
             let statistics = previous.scheduler.statistics()
             lateLevelsOfReplacedEngines += statistics.lateLevels
             lateSplitsOfReplacedEngines += statistics.split?.lateSplits ?? 0
         }
         newestSlot = slot
-        if let unused = realtime.pendingEngine.exchange(Unmanaged.passRetained(slot).toOpaque(), ordering: .acquiringAndReleasing) {
+        if let unused = realtime.offer(slot, inSilence: inSilence) {
             Self.free(unused)   // the data thread never took it
         }
-        PipeWireLog.info("\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))")
+        PipeWireLog.info("\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))"
+                         + (inSilence ? ", planned for quantum \(slot.plannedBlockSize): taken in silence" : ""))
     }
 
     /// Asks the builder for an engine for `sampleRate` with `configuration` (main loop).
@@ -230,6 +236,7 @@ public final class ConvolverFilterNode {
         }
         for completion in builder?.takeCompletions() ?? [] {
             let request = completion.request
+            if request.purpose == .quantum { quantumBuildPending = false }
             switch completion.result {
             case let .success(slot):
                 // A rate-change build is outdated when the rate changed again meanwhile.
@@ -237,18 +244,26 @@ public final class ConvolverFilterNode {
                     slot.stop()
                     continue
                 }
+                if request.purpose == .quantum && (request.expectedBlockSize != expectedBlockSize
+                    || request.configuration.filename != configuration.filename || request.configuration.impulses != configuration.impulses) {
+                    slot.stop()   // the quantum or the IR changed again meanwhile
+                    continue
+                }
                 if request.purpose == .impulseResponse {
                     configuration.filename = request.configuration.filename
                     configuration.impulses = request.configuration.impulses
                     publishProps()
                 }
-                install(slot, configuration: request.configuration)
+                install(slot, configuration: request.configuration, inSilence: request.purpose == .quantum)
             case let .failure(error):
                 switch request.purpose {
                 case .sampleRate:
                     PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(request.sampleRate) Hz: \(error)")
                 case .impulseResponse:
                     PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
+                case .quantum:
+                    unplannableQuantum = request.expectedBlockSize
+                    PipeWireLog.warning("\(configuration.nodeName): keeping the plan for quantum \(newestSlot?.plannedBlockSize ?? 0): \(error)")
                 }
             }
         }
@@ -256,6 +271,21 @@ public final class ConvolverFilterNode {
         if rate > 0 && rate != requestedRate {
             requestEngine(configuration, sampleRate: rate, purpose: .sampleRate)
         }
+        replanForRunningQuantum()
+    }
+
+    /// Any quantum works with any plan, but the one planned for is cheapest: re-plan for the
+    /// quantum the graph runs (also after an IR or rate build planned for an old one). Only while
+    /// the input is silent (or never had sound): a build takes CPU the playing graph needs, and
+    /// the data thread takes the new engine only in silence anyway. Main loop.
+    private func replanForRunningQuantum() {
+        let quantum = realtime.observedQuantum.load(ordering: .relaxed)
+        guard (16...8192).contains(quantum), quantum != expectedBlockSize || newestSlot?.plannedBlockSize != quantum,
+              !quantumBuildPending, quantum != unplannableQuantum,
+              realtime.silentInputFrames.load(ordering: .relaxed) >= newestSlot?.impulseFrames ?? 0 else { return }
+        expectedBlockSize = quantum
+        quantumBuildPending = true
+        requestEngine(configuration, sampleRate: requestedRate, purpose: .quantum)
     }
 
     // MARK: - Props
@@ -303,6 +333,7 @@ public final class ConvolverFilterNode {
     /// Node properties with live statistics, once a second (main loop).
     private func publishStatistics() {
         guard filter != nil || sinkStreams != nil else { return }
+        replanForRunningQuantum()   // the silence it waits for may have come since the last wake-up
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"
@@ -317,6 +348,7 @@ public final class ConvolverFilterNode {
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
             "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
             "convolver.plan": newestSlot?.planDescription ?? "",
+            "convolver.plan-quantum": "\(newestSlot?.plannedBlockSize ?? 0)",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",

@@ -1,4 +1,4 @@
-// Engines for a new graph rate or a new IR, built on a worker thread.
+// Engines for a new graph rate, a new IR or a new quantum, built on a worker thread.
 import Dispatch
 import Foundation
 
@@ -11,6 +11,9 @@ final class EngineBuilder: @unchecked Sendable {
         case sampleRate
         /// Props asked for another IR (`filename`).
         case impulseResponse
+        /// The graph runs another quantum than the engine was planned for: same configuration,
+        /// planned for it (taken in silence, see `RealtimeProcessor`).
+        case quantum
     }
 
     struct Request {

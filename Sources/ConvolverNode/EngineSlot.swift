@@ -14,13 +14,24 @@ final class EngineSlot {
     let smoothingCoefficient: Float
     /// For the node's `convolver.plan` property.
     let planDescription: String
+    /// The call size the partitions were planned for (any call size works; this one is cheapest).
+    let plannedBlockSize: Int
+    /// The longest IR: after this many frames of silent input the engine's state is all zeros.
+    let impulseFrames: Int
+    /// A re-plan of the same IR for the running quantum: the data thread takes it only when the
+    /// engine in use holds nothing but zeros (silent input for `impulseFrames`), without crossfade,
+    /// so the output does not change. Set by the main loop before handing the slot over.
+    var replacesInSilence = false
 
-    init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String) {
+    init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
+         plannedBlockSize: Int, impulseFrames: Int) {
         self.engine = engine
         self.scheduler = scheduler
         self.sampleRate = sampleRate
         self.smoothingCoefficient = Float(1 - exp(-1 / (0.005 * Double(sampleRate))))
         self.planDescription = planDescription
+        self.plannedBlockSize = plannedBlockSize
+        self.impulseFrames = impulseFrames
     }
 
     /// Stops the engine's scheduler; call off the real-time thread before the last release.
@@ -51,7 +62,8 @@ enum EngineFactory {
         } catch {
             throw .engine("\(error)")
         }
-        return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)")
+        return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
+                          plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength)
     }
 
     static func makeMatrix(_ configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {

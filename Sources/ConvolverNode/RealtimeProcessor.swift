@@ -21,6 +21,10 @@ import Workgroup
 /// side by side (the old one into `fadeBuffers`, allocated here for up to `fadeCapacity` frames)
 /// and the output glides old → new per sample; then the old engine goes to `retiredEngine`.
 /// A new pending engine waits until the fade in progress has finished.
+///
+/// Re-plan for the running quantum: a pending engine can be marked (bit 0 of its pointer) to be
+/// taken only when the engine in use holds nothing but zeros, i.e. after silent input for the
+/// IR's length; it then replaces it without a fade, and the output does not change.
 final class RealtimeProcessor {
     /// Input and output channels (equal unless `output.position` gives a matrix's outputs).
     let inputCount: Int
@@ -33,8 +37,9 @@ final class RealtimeProcessor {
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>?>
     let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
 
-    /// Retained `EngineSlot`s (Unmanaged opaque pointers), see the type's doc.
-    let pendingEngine = Atomic<UnsafeMutableRawPointer?>(nil)
+    /// Retained `EngineSlot`s (Unmanaged opaque pointers), see the type's doc. `pendingEngine`'s
+    /// bit 0 marks a replacement in silence: use `offer` and `takeOffered`, never the raw value.
+    private let pendingEngine = Atomic<UnsafeMutableRawPointer?>(nil)
     let retiredEngine = Atomic<UnsafeMutableRawPointer?>(nil)
     /// The engine in use. Owned by the data thread while the filter is connected; by the main loop
     /// before the first connect and after the filter is destroyed.
@@ -66,6 +71,13 @@ final class RealtimeProcessor {
 
     /// The graph rate the data thread saw last, when it differs from the engine's.
     let mismatchedRate = Atomic<Int>(0)
+    /// The call size the data thread saw last (the main loop re-plans when it is not the engine's).
+    let observedQuantum = Atomic<Int>(0)
+    /// Silent input frames in a row up to this call; huge while the engine in use has never had
+    /// sound (data thread only), and a copy for the main loop (it builds re-plans only in silence:
+    /// a build takes CPU the graph needs while it plays).
+    private var silentFrames = Int.max / 2
+    let silentInputFrames = Atomic<Int>(Int.max / 2)
     /// Set by the data thread when it has asked the main loop for something (new rate, an engine
     /// to free); cleared by the main loop when it looked. Keeps the data thread to one wake-up.
     let mainLoopWoken = Atomic<Bool>(false)
@@ -119,6 +131,39 @@ final class RealtimeProcessor {
         fadeBuffers.deallocate()
     }
 
+    /// Main loop: hands `slot` (retained here) to the data thread for its next call, or, with
+    /// `inSilence`, for the first call after the engine in use has had silent input for its IR's
+    /// length. Returns the offered slot it replaces, which the data thread never took (to free).
+    func offer(_ slot: EngineSlot, inSilence: Bool) -> UnsafeMutableRawPointer? {
+        let pointer = Unmanaged.passRetained(slot).toOpaque()
+        // Slots are at least 16-byte aligned: bit 0 is free for the mark.
+        return Self.unmarked(pendingEngine.exchange(inSilence ? pointer + 1 : pointer, ordering: .acquiringAndReleasing))
+    }
+
+    /// Main loop, after the data thread stopped: the offered slot nobody took.
+    func takeOffered() -> UnsafeMutableRawPointer? {
+        Self.unmarked(pendingEngine.exchange(nil, ordering: .acquiring))
+    }
+
+    private static func unmarked(_ pointer: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
+        pointer.map { UnsafeMutableRawPointer(bitPattern: Int(bitPattern: $0) & ~1)! }
+    }
+
+    /// Data thread: the offered slot, if it may be taken now, and whether it replaces in silence.
+    /// Only the pointer is looked at before it is ours (the main loop may free an offered slot
+    /// it replaces); the compare-exchange makes it ours.
+    private func takeOfferedEngine() -> (slot: UnsafeMutableRawPointer, inSilence: Bool)? {
+        guard let offered = pendingEngine.load(ordering: .acquiring) else { return nil }
+        let inSilence = Int(bitPattern: offered) & 1 == 1
+        if inSilence, let activeEngine {
+            let impulseFrames = Unmanaged<EngineSlot>.fromOpaque(activeEngine)._withUnsafeGuaranteedRef { $0.impulseFrames }
+            guard silentFrames >= impulseFrames else { return nil }
+        }
+        guard pendingEngine.compareExchange(expected: offered, desired: nil, ordering: .acquiringAndReleasing).exchanged,
+              let slot = Self.unmarked(offered) else { return nil }
+        return (slot, inSilence)
+    }
+
     /// Main loop: the crossfade for the next swaps.
     func setCrossfade(seconds: Double, equalPower: Bool) {
         crossfadeSecondsBits.store(seconds.bitPattern, ordering: .relaxed)
@@ -161,13 +206,13 @@ final class RealtimeProcessor {
     /// One cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount` frames
     /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
-        if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil,
-           let next = pendingEngine.exchange(nil, ordering: .acquiringAndReleasing) {
+        if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
+            if !inSilence { silentFrames = Int.max / 2 }  // the new engine holds only zeros
             if let previous = activeEngine {
                 let rate = Unmanaged<EngineSlot>.fromOpaque(next)._withUnsafeGuaranteedRef { $0.sampleRate }
                 let seconds = Double(bitPattern: crossfadeSecondsBits.load(ordering: .relaxed))
-                fadeLength = Int(seconds * Double(rate))
+                fadeLength = inSilence ? 0 : Int(seconds * Double(rate))
                 fadePosition = 0
                 if fadeLength > 0 {
                     fadingEngine = previous
@@ -188,6 +233,10 @@ final class RealtimeProcessor {
                     mismatchedRate.store(graphRate, ordering: .relaxed)
                     wakeMainLoop()
                 }
+                if frameCount != observedQuantum.load(ordering: .relaxed) {
+                    observedQuantum.store(frameCount, ordering: .relaxed)
+                    if frameCount != slot.plannedBlockSize { wakeMainLoop() }
+                }
                 // Helpers' results may be awaited until 75% of this call's period has passed.
                 let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
                 slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
@@ -204,10 +253,26 @@ final class RealtimeProcessor {
             for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
         }
 
+        countSilentInput(frameCount: frameCount)
         if allocateInProcessForTesting { testAllocationSink = [Float](repeating: 0, count: frameCount + 1) }
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
+    }
+
+    /// Adds this call to `silentFrames`, or starts it over when any input sample is not zero.
+    /// Real-time safe.
+    private func countSilentInput(frameCount: Int) {
+        for channel in 0..<inputCount {
+            guard let input = inputBuffers[channel] else { continue }
+            for index in 0..<frameCount where input[index] != 0 {
+                silentFrames = 0
+                silentInputFrames.store(0, ordering: .relaxed)
+                return
+            }
+        }
+        silentFrames = min(silentFrames + frameCount, Int.max / 2)
+        silentInputFrames.store(silentFrames, ordering: .relaxed)
     }
 
     /// Runs the fading engine into `fadeBuffers` and mixes it into the new engine's output in

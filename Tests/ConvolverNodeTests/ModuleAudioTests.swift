@@ -86,6 +86,31 @@ final class ModuleAudioTests: XCTestCase {
         try assertMatches(impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
     }
 
+    /// The graph runs another quantum than the node planned for (the client's default): it
+    /// re-plans for the graph's and takes the new engine while its input is silent (here: before
+    /// any sound), so the output stays exact.
+    func testReplansForTheRunningQuantumInSilence() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: 2, leadIn: 1), to: path("input.wav"))
+        let client = try startNode("conv-replan", arguments: "filename = \"\(path("ir.wav"))\"")
+        defer { client.stop() }
+        let before = try XCTUnwrap(try daemon.nodeProperties("conv-replan")).properties
+        let quantum = "\(before["convolver.plan-quantum"] ?? "")" == "256" ? 512 : 256
+        try daemon.setQuantum(quantum)
+        try PlayThrough(daemon: daemon, nodeName: "conv-replan")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 3, tailSeconds: 0.3, tag: "replan")
+        var after: [String: Any] = [:]
+        for _ in 0..<30 {  // statistics are published once a second
+            after = try XCTUnwrap(try daemon.nodeProperties("conv-replan")).properties
+            if "\(after["convolver.swaps"] ?? "")" == "1" { break }
+            usleep(100_000)
+        }
+        print("plan \(before["convolver.plan"] ?? "") → \(after["convolver.plan"] ?? "") at quantum \(quantum)")
+        XCTAssertEqual("\(after["convolver.plan-quantum"] ?? "")", "\(quantum)")
+        XCTAssertEqual("\(after["convolver.swaps"] ?? "")", "1", "one engine swap, the re-plan")
+        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
+    }
+
     /// 64 → 256 → 1024 → 128 while playing: the output equals the convolution of what the node
     /// received (recorded beside it) at one constant lag, ≤ −90 dB over the whole signal, so the
     /// node dropped or repeated no sample.
