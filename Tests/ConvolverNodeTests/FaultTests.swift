@@ -201,8 +201,10 @@ final class FaultTests: XCTestCase {
         print("quantum switches: \(switches); node late cycles: \((try? statistic("conv-storm", "convolver.late-cycles")) ?? "?")")
         let results = try NumpyReference.compare(recording: path("rec.wav"), channels: 2, impulse: path("ir.wav"),
                                                  wet: 1, dry: 0, played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        // As in the quantum-change test: an unexplained graph hiccup spans at most two of the
+        // largest quanta of input, and its wrong output one IR length more.
         NumpyReference.assertMatch(results, outputs: 2, label: "storm", zeroLag: false, allowedGlitches: switches,
-                                   glitchLimit: 1024 + 4800)
+                                   glitchLimit: 2 * 1024 + 4800)
         XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
     }
 
