@@ -18,10 +18,6 @@ final class EngineSlot {
     let plannedBlockSize: Int
     /// The longest IR: after this many frames of silent input the engine's state is all zeros.
     let impulseFrames: Int
-    /// A re-plan of the same IR for the running quantum: the data thread takes it only when the
-    /// engine in use holds nothing but zeros (silent input for `impulseFrames`), without crossfade,
-    /// so the output does not change. Set by the main loop before handing the slot over.
-    var replacesInSilence = false
 
     init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
          plannedBlockSize: Int, impulseFrames: Int) {

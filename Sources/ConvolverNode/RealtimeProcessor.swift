@@ -74,9 +74,8 @@ final class RealtimeProcessor {
     /// The call size the data thread saw last (the main loop re-plans when it is not the engine's).
     let observedQuantum = Atomic<Int>(0)
     /// Silent input frames in a row up to this call; huge while the engine in use has never had
-    /// sound (data thread only), and a copy for the main loop (it builds re-plans only in silence:
-    /// a build takes CPU the graph needs while it plays).
-    private var silentFrames = Int.max / 2
+    /// sound. Written by the data thread; the main loop reads it too (it builds re-plans only in
+    /// silence: a build takes CPU the graph needs while it plays).
     let silentInputFrames = Atomic<Int>(Int.max / 2)
     /// Set by the data thread when it has asked the main loop for something (new rate, an engine
     /// to free); cleared by the main loop when it looked. Keeps the data thread to one wake-up.
@@ -157,7 +156,7 @@ final class RealtimeProcessor {
         let inSilence = Int(bitPattern: offered) & 1 == 1
         if inSilence, let activeEngine {
             let impulseFrames = Unmanaged<EngineSlot>.fromOpaque(activeEngine)._withUnsafeGuaranteedRef { $0.impulseFrames }
-            guard silentFrames >= impulseFrames else { return nil }
+            guard silentInputFrames.load(ordering: .relaxed) >= impulseFrames else { return nil }
         }
         guard pendingEngine.compareExchange(expected: offered, desired: nil, ordering: .acquiringAndReleasing).exchanged,
               let slot = Self.unmarked(offered) else { return nil }
@@ -208,7 +207,7 @@ final class RealtimeProcessor {
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
-            if !inSilence { silentFrames = Int.max / 2 }  // the new engine holds only zeros
+            if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
             if let previous = activeEngine {
                 let rate = Unmanaged<EngineSlot>.fromOpaque(next)._withUnsafeGuaranteedRef { $0.sampleRate }
                 let seconds = Double(bitPattern: crossfadeSecondsBits.load(ordering: .relaxed))
@@ -260,19 +259,18 @@ final class RealtimeProcessor {
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
     }
 
-    /// Adds this call to `silentFrames`, or starts it over when any input sample is not zero.
+    /// Adds this call to `silentInputFrames`, or starts it over when any input sample is not zero.
     /// Real-time safe.
     private func countSilentInput(frameCount: Int) {
         for channel in 0..<inputCount {
             guard let input = inputBuffers[channel] else { continue }
             for index in 0..<frameCount where input[index] != 0 {
-                silentFrames = 0
                 silentInputFrames.store(0, ordering: .relaxed)
                 return
             }
         }
-        silentFrames = min(silentFrames + frameCount, Int.max / 2)
-        silentInputFrames.store(silentFrames, ordering: .relaxed)
+        let silent = silentInputFrames.load(ordering: .relaxed)
+        silentInputFrames.store(min(silent + frameCount, Int.max / 2), ordering: .relaxed)
     }
 
     /// Runs the fading engine into `fadeBuffers` and mixes it into the new engine's output in
