@@ -72,6 +72,51 @@ final class ReferenceModelTests: XCTestCase {
         }
     }
 
+    /// A stall of the whole machine (a vCPU descheduled, measured here with a SCHED_FIFO hog on both
+    /// cores for 8 ms at quantum 64): pw-record lost five cycles in a row.
+    func testRecordingLostFiveCyclesInAStallIsModelled() throws {
+        let lost = cycleStart(1)..<cycleStart(1) + 5 * 64
+        let results = try judge(input: removing(lost, from: played), output: removing(lost, from: convolve(played)))
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
+            XCTAssertEqual(result.graphEvents.map(\.kind), ["recording lost 5 cycles (0 silent)"])
+            XCTAssertEqual(result.endLag, result.lag)
+        }
+    }
+
+    /// After a lost cycle pw-record can take the node's port buffer of the lost call again: the
+    /// next row has the next input but the lost call's output; right again after it.
+    func testLostCycleWhoseOutputTheNextRowHoldsIsModelled() throws {
+        let lost = cycleStart(1)..<cycleStart(1) + quantum
+        let exact = convolve(played)
+        var output = removing(lost, from: exact)
+        for channel in 0..<2 {
+            output[channel].replaceSubrange(lost, with: exact[channel][lost])
+        }
+        let results = try judge(input: removing(lost, from: played), output: output)
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
+            XCTAssertEqual(result.graphEvents.map(\.at), [lost.lowerBound])
+            XCTAssertEqual(result.endLag, result.lag)
+        }
+    }
+
+    /// A lost cycle, and in the row after it pw-record got no buffer from the node's ports: silence
+    /// on every output for one cycle there, right again after it.
+    func testLostCycleFollowedBySilentOutputsIsModelled() throws {
+        let lost = cycleStart(1)..<cycleStart(1) + quantum
+        var output = removing(lost, from: convolve(played))
+        for channel in 0..<2 {
+            output[channel].replaceSubrange(lost, with: repeatElement(0, count: quantum))
+        }
+        let results = try judge(input: removing(lost, from: played), output: output)
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
+            XCTAssertEqual(result.graphEvents.map(\.at), [lost.lowerBound])
+            XCTAssertEqual(result.endLag, result.lag)
+        }
+    }
+
     /// pw-record got no buffer from one output port for one cycle: exact silence there.
     func testSilentOutputCycleIsModelled() throws {
         var output = convolve(played)

@@ -13,17 +13,22 @@ Graph events. Under load pw-record (PipeWire 0.3.65) now and then loses whole cy
 lacks a block of the node's input and of its output alike, so the two stay aligned, but the node's
 output after that point still carries the lost block for one IR length. (Measured: the recorded
 output then matched, at float precision, a node input with exactly those blocks more; the node
-counted no cycle it was run twice in.) Around quantum changes the recording sometimes also has the
-input of a block but the node's output of the call after it. Such places are modelled, not excused:
-the node's input is taken to hold one to three graph quanta more there, and only blocks the node
-can have had are tried: silence (the player late in that cycle too), then the played blocks the
-recording lacks, as the played file has them, never blocks the recording already has. An event
-counts only if the model then explains the output at float precision from that point for at least
-a quantum; of those, the one that explains it longest wins (best: for the IR's length, up to the
-next event or the end). After a late cycle pw-record also sometimes gets no
-buffer from one of the node's ports: that output is exact silence for one cycle while the others
-are right; modelled as silence there. Anything else is a glitch: start and length of a run of wrong
-samples; modelling goes on after it, and the lag at the end is measured against the model.
+counted no cycle it was run twice in.) A stall of the whole machine loses it several cycles in a row
+(reproduced with a SCHED_FIFO hog on both cores: 8 ms lost 5 to 6 cycles of 64). Around quantum
+changes the recording sometimes also has the input of a block but the node's output of the call
+after it. Such places are modelled, not excused: the node's input is taken to hold one or more graph
+quanta more there (up to STALL_FRAMES), and only blocks the node can have had are tried: silence
+(the player late in that cycle too), then the played blocks the recording lacks, as the played file
+has them, never blocks the recording already has, and exactly as many as the recorded input shows
+missing where it shows that. The recording's row right at such a place may also hold the last lost
+call's output (pw-record took that port buffer again) or silence on some outputs (it got no buffer
+from them). An event counts only if the model then explains the output at float precision from that
+point for at least a quantum; of those, the one that explains it longest wins (best: for the IR's
+length, up to the next event or the end). After a late cycle pw-record also sometimes gets no buffer
+from one of the node's ports: that output is exact silence for one cycle while the others are
+right; modelled as silence there. Anything else is a glitch (a block the node never processed, say,
+because it ran too late): start and length of a run of wrong samples; modelling goes on after it,
+and the lag at the end is measured against the model.
 """
 import json
 import sys
@@ -35,6 +40,9 @@ from scipy.io import wavfile
 from scipy.signal import fftconvolve
 
 TOLERANCE = 1e-4
+# The longest stall of the whole machine modelled as lost cycles: 16 ms at 48 kHz (this VM stalls
+# its vCPUs up to ~9 ms; a SCHED_FIFO hog on both cores for 8 ms loses pw-record 5 to 6 cycles of 64).
+STALL_FRAMES = 768
 QUANTA = (1024, 512, 256, 128, 64, 2048, 32, 16)
 
 
@@ -101,17 +109,10 @@ class Reference:
         (frames × inputs; 64 of them identify the place), or None when they are not in the file."""
         if length == 0:
             return np.zeros((0, self.ni))
-        probe = recorded_next[:64]
-        if self.played is None or len(probe) < 64 or not np.any(probe):
+        start = self.played_position(recorded_next[:64])
+        if start is None or start < length:
             return None
-        frame, channel = (int(v) for v in np.argwhere(probe != 0)[0])
-        column = self.played[:, channel]
-        for index in np.nonzero(column == probe[frame, channel])[0]:
-            start = index - frame
-            if start >= length and start + 64 <= len(column) \
-                    and np.array_equal(self.played[start : start + 64, : self.ni], probe):
-                return self.played[start - length : start, : self.ni]
-        return None
+        return self.played[start - length : start, : self.ni]
 
     def compare(self):
         frames = len(self.x)
@@ -121,7 +122,7 @@ class Reference:
         end_from = max(first, last - 48000)
         lags = [find_lag(self.y[:, o], plain[: first + 48000, o], 0) for o in range(self.no)]
         end_lags = [find_lag(self.y[:, o], plain[end_from:last, o], end_from) for o in range(self.no)]
-        node_input, shift_points, events, silent_spans = self.x.copy(), [], [], []
+        node_input, shift_points, events, overrides = self.x.copy(), [], [], []
         # One lag for all outputs: compare there (a zero-latency node has lag 0), modelling the
         # cycles the recording lost one after the other.
         recorded = [len(self.y) - lag for lag in lags]  # frames recorded from expected frame 0 on
@@ -131,8 +132,7 @@ class Reference:
             self.y = self.y[lags[0]:]
             start = 0
             while True:
-                mapped = self.render(node_input)[np.arange(frames) + self.shifts(shift_points, frames)]
-                self.silence(mapped, silent_spans)
+                mapped = self.mapped(node_input, shift_points, overrides, frames)
                 end = min(recorded)
                 bad = np.nonzero(np.any(np.abs(self.y[start:end] - mapped[start:end]) > TOLERANCE, axis=1))[0]
                 if len(bad) == 0:
@@ -140,13 +140,15 @@ class Reference:
                 at = start + int(bad[0])
                 model = self.lost_cycles(node_input, shift_points, at)
                 if model is not None:
-                    node_input, shift_points, length, kind = model
+                    node_input, shift_points, length, kind, override = model
+                    if override:
+                        overrides.append(override)
                     events.append({"kind": kind, "at": at, "frames": length})
                     start = at
                     continue
                 span = self.silent_cycle(mapped, at)
                 if span is not None:
-                    silent_spans.append(span)
+                    overrides.append(span + (0,))
                     events.append({"kind": f"recording silent on output {','.join(map(str, span[2]))} for one cycle",
                                    "at": at, "frames": span[1]})
                     start = at
@@ -164,13 +166,14 @@ class Reference:
             lags_applied = [0] * self.no
         expected = self.render(node_input)
         shift = self.shifts(shift_points, frames)
-        self.silence(expected, [(at + shift[at], length, outputs) for at, length, outputs in silent_spans])
+        rows = max(0, min(frames, len(expected) - shift[-1]))
+        expected = self.mapped(node_input, shift_points, overrides, rows, expected)
         results = []
         for o in range(self.no):
             lag = lags[o]
             offset = 0 if lags_applied[o] else lag  # y already shifted when the lag was applied
-            m = max(0, min(len(expected) - shift[-1], frames - lag, recorded[o]))
-            exp = expected[np.arange(m) + shift[:m], o]
+            m = max(0, min(rows, frames - lag, recorded[o]))
+            exp = expected[:m, o]
             got = self.y[offset : offset + m, o]
             err = got - exp
             glitches = []
@@ -201,11 +204,11 @@ class Reference:
         return shift
 
     def lost_cycles(self, node_input, shift_points, at):
-        """Tries 'the recording lost one to three cycles just before recording frame `at`' for each
-        quantum and each set of blocks the node can have had in them. Of the candidates that explain
-        the output from `at` on for at least one quantum, the one that explains it longest (the
-        IR's length, or up to the next event) wins; the simplest, in the order tried, on a tie.
-        Returns (node input, shift points, length, kind) or None."""
+        """Tries 'the recording lost cycles just before recording frame `at`' for each quantum, as
+        many as a stall of STALL_FRAMES takes, and each set of blocks the node can have had in them.
+        Of the candidates that explain the output from `at` on for at least one quantum, the one that
+        explains it longest (the IR's length, or up to the next event) wins; the simplest, in the
+        order tried, on a tie. Returns (node input, shift points, length, kind, override of the row at `at` for `mapped`) or None."""
         offset = sum(extra for point, extra in shift_points if point <= at)
         node_at = at + offset
         # The IR's length, or up to the end of the recording (events in the last IR length count too).
@@ -213,8 +216,8 @@ class Reference:
         if window < max(self.quanta) + 512:
             return None
         best, best_length = None, 0
-        for cycles in (1, 2, 3):
-            for quantum in self.quanta:
+        for quantum in self.quanta:
+            for cycles in self.cycle_counts(at, quantum):
                 length = cycles * quantum
                 # `delay` 0: the lost cycles come before the recorded block at `at`; `quantum`: after
                 # it, and the recording has that block's input but took the next call's output.
@@ -222,9 +225,12 @@ class Reference:
                     insert = node_at + delay
                     if insert < length:
                         continue
+                    lacked = self.lacked_frames(at + delay)
                     # The lost cycles in order: `silent` ones (the player late in them too), then
-                    # the played blocks the recording lacks.
-                    for silent in range(cycles + 1):
+                    # the played blocks the recording lacks (exactly those, where the recording shows them).
+                    for silent in sorted({0, 1, 2, cycles} & set(range(cycles + 1))):
+                        if lacked is not None and lacked != (cycles - silent) * quantum:
+                            continue
                         played = self.missed_block(node_input[insert : insert + 64], (cycles - silent) * quantum)
                         if played is None:
                             continue
@@ -232,22 +238,78 @@ class Reference:
                             continue  # the recording has these blocks: that would be the node repeating them
                         block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
                         candidate = np.concatenate([node_input[:insert], block, node_input[insert:]])
-                        if self.explained(candidate, at, node_at + length, min(window, quantum + 512)) < quantum:
-                            continue  # a cheap first look
-                        explained = self.explained(candidate, at, node_at + length, window)
-                        if explained > best_length and explained >= quantum:
-                            kind = (f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
-                                    + (", output one call late" if delay else ""))
-                            best, best_length = (candidate, shift_points + [(at, length)], length, kind), explained
-                            if explained == window:
-                                return best
+                        for override, note in self.first_row_overrides(at, quantum, delay):
+                            if self.explained(candidate, at, node_at + length, min(window, quantum + 512), override) < quantum:
+                                continue  # a cheap first look
+                            explained = self.explained(candidate, at, node_at + length, window, override)
+                            if explained > best_length and explained >= quantum:
+                                kind = (f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
+                                        + (", output one call late" if delay else "") + note)
+                                best = (candidate, shift_points + [(at, length)], length, kind,
+                                        override and (at,) + override)
+                                best_length = explained
+                                if explained == window:
+                                    return best
         return best
 
-    @staticmethod
-    def silence(expected, spans):
-        """The modelled silent cycles: the expected output is silence there."""
-        for at, length, outputs in spans:
-            expected[at : at + length, outputs] = 0
+    def first_row_overrides(self, at, quantum, delay):
+        """What the recording's row at `at` may hold instead of the model's output, as (override
+        for `explained`, note): the model's output; after lost cycles, the last lost call's output
+        (pw-record took that port buffer again); silence on the outputs that are exactly zero
+        there (pw-record got no buffer from those ports)."""
+        overrides = [(None, "")]
+        if delay == 0:
+            overrides.append(((quantum, list(range(self.no)), quantum), ", the next cycle's output the last lost one's"))
+        row = self.y[at : at + quantum]
+        silent = [int(o) for o in np.nonzero(np.all(row == 0, axis=0))[0]] if len(row) == quantum else []
+        if silent:
+            overrides.append(((quantum, silent, 0), f", the cycle at it silent on output {','.join(map(str, silent))}"))
+        return overrides
+
+    def cycle_counts(self, at, quantum):
+        """How many lost cycles to try at recording frame `at`: one up to a stall's worth, the count
+        the recorded input's jump in the played file shows first (when it shows one)."""
+        counts = list(range(1, max(3, STALL_FRAMES // quantum) + 1))
+        lacked = self.lacked_frames(at)
+        if lacked and lacked % quantum == 0 and lacked // quantum in counts:
+            counts.remove(lacked // quantum)
+            counts.insert(0, lacked // quantum)
+        return counts
+
+    def lacked_frames(self, at):
+        """How many frames of the played file the recorded input lacks just before recording frame
+        `at` (None: not known there, as in silence)."""
+        before, here = self.played_position(self.x[max(at - 64, 0) : at]), self.played_position(self.x[at : at + 64])
+        return None if at < 64 or before is None or here is None else here - before - 64
+
+    def played_position(self, recorded):
+        """Where the 64 recorded input frames `recorded` are in the played file (None: nowhere, or silence)."""
+        if self.played is None or len(recorded) < 64 or not np.any(recorded):
+            return None
+        frame, channel = (int(v) for v in np.argwhere(recorded != 0)[0])
+        column = self.played[:, channel]
+        for index in np.nonzero(column == recorded[frame, channel])[0]:
+            start = index - frame
+            if 0 <= start and start + 64 <= len(column) and np.array_equal(self.played[start : start + 64, : self.ni], recorded):
+                return int(start)
+        return None
+
+    def mapped(self, node_input, shift_points, overrides, rows, rendered=None):
+        """The expected output per recording frame [0, rows): the output of a node that received
+        `node_input` (`rendered`: already rendered), shifted by the modelled lost cycles, with the
+        modelled overrides: (at, frames, outputs, back) is silence on those outputs for `back` 0, or
+        else the node's output of `back` frames earlier (a port buffer the recorder took again)."""
+        rendered = self.render(node_input) if rendered is None else rendered
+        shift = self.shifts(shift_points, rows)
+        expected = rendered[np.arange(rows) + shift]
+        for at, length, outputs, back in overrides:
+            length = min(length, rows - at)
+            if back:
+                source = at + shift[at] - back
+                expected[at : at + length, outputs] = rendered[source : source + length][:, outputs]
+            else:
+                expected[at : at + length, outputs] = 0
+        return expected
 
     def silent_cycle(self, mapped, at):
         """Tries 'the recording has silence on some outputs for one cycle at `at`' (pw-record got no
@@ -273,10 +335,18 @@ class Reference:
         last = int(wrong[gaps[0]]) if len(gaps) else int(wrong[-1])
         return at + last + 1 if at + last + 256 < end else None
 
-    def explained(self, node_input, at, node_frame, span):
+    def explained(self, node_input, at, node_frame, span, override=None):
         """How many frames from `at` on the recorded output equals the output of a node that
-        received `node_input`, from its frame `node_frame` on (`span` when all of them)."""
-        expected = self.render(node_input, node_frame, node_frame + span)
+        received `node_input`, from its frame `node_frame` on (`span` when all of them).
+        `override` (frames, outputs, back), for the first `frames` rows on those outputs: silence
+        (`back` 0), or the node's output of `back` frames earlier (`back` = `frames`: all outputs,
+        the rows after it from `node_frame + back` on)."""
+        frames, outputs, back = override or (0, [], 0)
+        expected = self.render(node_input, node_frame - back, node_frame + span)
+        if back:
+            expected = np.concatenate([expected[:back], expected[2 * back :]])
+        else:
+            expected[:frames, outputs] = 0
         wrong = np.nonzero(np.any(np.abs(self.y[at : at + span] - expected) > TOLERANCE, axis=1))[0]
         return int(wrong[0]) if len(wrong) else span
 
