@@ -43,11 +43,10 @@ enum EngineFactory {
         let matrix = try makeMatrix(configuration, sampleRate: sampleRate)
         let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
                                                       maxPartitionSize: configuration.maxPartitionSize)
-        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration.node
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
         schedulerConfiguration.sampleRate = Double(sampleRate)
-        schedulerConfiguration.minimumHelperSlack = 0.010
         schedulerConfiguration.split = configuration.workgroupSplit
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()

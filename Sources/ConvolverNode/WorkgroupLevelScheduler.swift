@@ -26,6 +26,15 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// loaded or virtual machine, and a short level missing its deadline every so often costs
     /// more (late levels, and the data thread waiting) than running it inline. 0: off.
     public var minimumHelperSlack = 0.0
+    /// Levels whose job the engine estimates at most `inlineJobNanoseconds` and at most
+    /// `inlineJobFraction` of the expected call period also run on the data thread. Handing a job
+    /// to a helper costs a wake-up and cross-core cache traffic: on this kind of VM about 50 µs of
+    /// CPU, as much as a small job itself (measured with `pw-convolver bench --threads auto
+    /// --inline-levels 1`: 3 s IR, 256-frame calls, its 1024-frame level inline cut the CPU of all
+    /// threads by about a tenth, 47 jobs a second). Such a job lands whole in one call: the
+    /// fraction bounds what it adds to that call. 0: off.
+    public var inlineJobNanoseconds = 0.0
+    public var inlineJobFraction = 0.0
     /// Whether the data thread's own share of a call (the head's per-output work) is split across
     /// split helpers, fork-join style, within the call: `auto` when the engine's estimate of its
     /// costliest call exceeds `splitThreshold` of the expected call period.
@@ -51,6 +60,15 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     }
 
     public init() {}
+
+    /// What the node runs with (and `pw-convolver bench`, to measure the same).
+    public static var node: WorkgroupSchedulerConfiguration {
+        var configuration = WorkgroupSchedulerConfiguration()
+        configuration.minimumHelperSlack = 0.010
+        configuration.inlineJobNanoseconds = 50_000
+        configuration.inlineJobFraction = 0.02
+        return configuration
+    }
 }
 
 /// `split` of `WorkgroupSchedulerConfiguration` (`bench --split`, the module's `workgroup.split`).
@@ -132,7 +150,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     }
 
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
-        try prepareLevels(runner: runner, levels: levels, splitting: false)
+        try prepareLevels(runner: runner, levels: levels, splitting: false, callPeriodNanos: nil)
     }
 
     /// Setup with the engine's split offer: decides the part count (see `configuration.split`),
@@ -153,7 +171,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
                 if !(splitShareEstimateNanos > configuration.splitThreshold * periodNanos) { parts = 1 }
             }
         }
-        try prepareLevels(runner: runner, levels: levels, splitting: parts > 1)
+        try prepareLevels(runner: runner, levels: levels, splitting: parts > 1,
+                          callPeriodNanos: Double(split.expectedCallFrames) * 1e9 / configuration.sampleRate)
         guard parts > 1 else { return 1 }
         splitRunner.runner = runner
         var splitConfiguration = JobPoolConfiguration()
@@ -170,7 +189,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         return parts
     }
 
-    private func prepareLevels(runner: any LevelJobRunner, levels: [LevelSchedule], splitting: Bool) throws {
+    private func prepareLevels(runner: any LevelJobRunner, levels: [LevelSchedule], splitting: Bool,
+                               callPeriodNanos: Double?) throws {
         stop()
         reportedSplitPool = nil
         self.runner = runner
@@ -178,7 +198,12 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         let tooSoonForHelpers = levels.prefix {
             Double($0.dueAfterSamples) / configuration.sampleRate < configuration.minimumHelperSlack
         }.count
-        inlineLevelCount = min(max(configuration.inlineLevelCount, tooSoonForHelpers, 0), levels.count)
+        let cheapEnough = callPeriodNanos.map { period in
+            levels.prefix {
+                $0.estimatedJobNanoseconds <= min(configuration.inlineJobNanoseconds, configuration.inlineJobFraction * period)
+            }.count
+        } ?? 0
+        inlineLevelCount = min(max(configuration.inlineLevelCount, tooSoonForHelpers, cheapEnough, 0), levels.count)
         let pooledLevels = levels.dropFirst(inlineLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
@@ -277,7 +302,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
                                                 helpers: IntervalStatistics().snapshot(),
                                                 inlineLevelCount: inlineLevelCount, levels: [], split: split,
-                                                splitEstimateNanos: splitShareEstimateNanos)
+                                                splitEstimateNanos: splitShareEstimateNanos,
+                                                jobEstimatesNanos: levels.map(\.estimatedJobNanoseconds))
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted, deadlineScheduling: pool.deadlineGranted,
@@ -286,7 +312,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             levels: (0..<pool.queueCount).map { queue in
                 .init(blockSize: levels[queue + inlineLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
                       lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
-            }, split: split, splitEstimateNanos: splitShareEstimateNanos)
+            }, split: split, splitEstimateNanos: splitShareEstimateNanos,
+            jobEstimatesNanos: levels.map(\.estimatedJobNanoseconds))
     }
 }
 
@@ -340,6 +367,8 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var split: Split?
     /// With `split = auto`: the engine's estimate of its costliest call, ns (nan: not asked).
     public var splitEstimateNanos: Double = .nan
+    /// The engine's estimate of one job per level, inline ones first, ns.
+    public var jobEstimatesNanos: [Double] = []
 
     /// Late levels: results the data thread gave up on, all levels.
     public var lateLevels: Int { levels.reduce(0) { $0 + $1.lateResults } }
@@ -349,7 +378,9 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
         var lines = ["helpers \(threadCount) (\(deadlineScheduling ? "SCHED_DEADLINE" : realtime ? "SCHED_FIFO" : "normal priority")), "
                      + "late levels \(lateLevels), \(helpers)"
                      + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")
-                     + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")]
+                     + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")
+                     + (jobEstimatesNanos.contains { !$0.isNaN }
+                        ? ", job estimates " + jobEstimatesNanos.map { $0.isNaN ? "?" : "\(Int($0 / 1000))" }.joined(separator: "/") + " µs" : "")]
         if let split {
             lines.append("  split: \(split.partCount) parts (\(split.partCount - 1) helper(s), \(split.realtime ? "SCHED_FIFO" : "normal priority")), "
                          + "late splits \(split.lateSplits), taken back before their helper started \(split.takenBackParts), "

@@ -10,7 +10,7 @@ enum BenchCommand: Command {
     static let summary = "benchmark the engine against a uniformly partitioned one"
     static let usage = """
     Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S]
-                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--deadline 1]
+                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N] [--deadline 1]
                               [--split auto|on|off[,...]]
 
     Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
@@ -26,6 +26,9 @@ enum BenchCommand: Command {
                         time per call, CPU of all threads, late levels, helpers' deadline margin
       --channels N      channels (one IR each) with --threads (default 2)
       --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
+      --inline-job-us N with --threads: also run on the data thread the shortest levels whose
+                        job the engine estimates at most N µs (and 2% of the call period); 0: off
+                        (default: the node's, 50)
       --deadline 1      try SCHED_DEADLINE for the helpers with --threads
       --split M         with --threads: split the data thread's own share (the head's per-output
                         work) across split helpers within each call, fork-join: on, off (default)
@@ -36,7 +39,7 @@ enum BenchCommand: Command {
     static let sampleRate = 48000.0
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--deadline", "--split"])
+        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--inline-job-us", "--deadline", "--split"])
         let json = options.flag("--json")
         let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
         let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
@@ -47,6 +50,7 @@ enum BenchCommand: Command {
         }
         let channels = try options.integer("--channels") ?? 2
         let inlineLevels = try options.integer("--inline-levels", in: 0...16) ?? 0
+        let inlineJobMicroseconds = try options.integer("--inline-job-us", in: 0...1_000_000)
         let deadline = options.string("--deadline") == "1"
         let splitModes = try (options.string("--split") ?? "off").split(separator: ",").map { value in
             guard let mode = SplitMode(argument: String(value)) else {
@@ -58,6 +62,7 @@ enum BenchCommand: Command {
         if let threads {
             return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
                                               threads: threads, channels: channels, inlineLevelCount: inlineLevels,
+                                              inlineJobMicroseconds: inlineJobMicroseconds,
                                               deadlineScheduling: deadline, splitModes: splitModes, json: json,
                                               matrix: syntheticStereoMatrix)
         }

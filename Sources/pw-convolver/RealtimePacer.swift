@@ -115,13 +115,14 @@ enum RealtimePacer {
     /// `split` says.
     static func runWorkgroup(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
                              seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
-                             deadlineScheduling: Bool = false, inlineLevelCount: Int = 0) throws -> PacedRunResult {
-        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
+                             deadlineScheduling: Bool = false, inlineLevelCount: Int = 0,
+                             inlineJobMicroseconds: Int? = nil) throws -> PacedRunResult {
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration.node
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
         schedulerConfiguration.deadlineScheduling = deadlineScheduling
         schedulerConfiguration.inlineLevelCount = inlineLevelCount
-        schedulerConfiguration.minimumHelperSlack = 0.010  // as the node
+        if let inlineJobMicroseconds { schedulerConfiguration.inlineJobNanoseconds = Double(inlineJobMicroseconds) * 1000 }
         schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
@@ -134,7 +135,7 @@ enum RealtimePacer {
     /// one run; one result line (against the same inline run) and the scheduler's report each.
     /// `matrix(irSeconds, channels)` builds the case's IRs.
     static func runBench(irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
-                         threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0,
+                         threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0, inlineJobMicroseconds: Int? = nil,
                          deadlineScheduling: Bool = false, splitModes: [SplitMode] = [.off], json: Bool = false,
                          matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix) throws {
         for length in irSeconds {
@@ -147,7 +148,8 @@ enum RealtimePacer {
                 for split in splitModes {
                     let workgroup = try runWorkgroup(matrix: caseMatrix, configuration: configuration, blockSize: block,
                                                      seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
-                                                     deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
+                                                     deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount,
+                                                     inlineJobMicroseconds: inlineJobMicroseconds)
                     if json {
                         print(workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
                                              threads: workgroup.helperThreads))

@@ -48,10 +48,14 @@ public struct LevelSchedule: Sendable, Equatable {
     /// Samples from the post (input block complete) to when the output needs the result.
     /// At least `blockSize`: one full period to compute asynchronously.
     public var dueAfterSamples: Int
+    /// The engine's estimate of one job's cost, ns, from the planner's measured machine costs
+    /// (nan: not estimated).
+    public var estimatedJobNanoseconds: Double
 
-    public init(blockSize: Int, dueAfterSamples: Int) {
+    public init(blockSize: Int, dueAfterSamples: Int, estimatedJobNanoseconds: Double = .nan) {
         self.blockSize = blockSize
         self.dueAfterSamples = dueAfterSamples
+        self.estimatedJobNanoseconds = estimatedJobNanoseconds
     }
 }
 
