@@ -36,7 +36,7 @@ let package = Package(
                 swiftSettings: realtimeSwiftSettings),
 
         // Wiring only.
-        .executableTarget(name: "pw-convolver", dependencies: ["ConvolverNode"],
+        .executableTarget(name: "pw-convolver", dependencies: ["ConvolverNode", "Workgroup"],
                           swiftSettings: realtimeSwiftSettings),
         .target(name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
                 swiftSettings: realtimeSwiftSettings,

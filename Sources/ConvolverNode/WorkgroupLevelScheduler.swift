@@ -61,6 +61,16 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
 
     public init() {}
 
+    /// How many of the shortest `levels` run on the data thread (see `inlineLevelCount`,
+    /// `minimumHelperSlack`, `inlineJobNanoseconds`); `callPeriodNanos`: of the expected call.
+    public func dataThreadLevelCount(_ levels: [LevelSchedule], callPeriodNanos: Double?) -> Int {
+        let tooSoonForHelpers = levels.prefix { Double($0.dueAfterSamples) / sampleRate < minimumHelperSlack }.count
+        let cheapEnough = callPeriodNanos.map { period in
+            levels.prefix { $0.estimatedJobNanoseconds <= min(inlineJobNanoseconds, inlineJobFraction * period) }.count
+        } ?? 0
+        return min(max(inlineLevelCount, tooSoonForHelpers, cheapEnough, 0), levels.count)
+    }
+
     /// What the node runs with (and `pw-convolver bench`, to measure the same).
     public static var node: WorkgroupSchedulerConfiguration {
         var configuration = WorkgroupSchedulerConfiguration()
@@ -195,15 +205,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         reportedSplitPool = nil
         self.runner = runner
         self.levels = levels
-        let tooSoonForHelpers = levels.prefix {
-            Double($0.dueAfterSamples) / configuration.sampleRate < configuration.minimumHelperSlack
-        }.count
-        let cheapEnough = callPeriodNanos.map { period in
-            levels.prefix {
-                $0.estimatedJobNanoseconds <= min(configuration.inlineJobNanoseconds, configuration.inlineJobFraction * period)
-            }.count
-        } ?? 0
-        inlineLevelCount = min(max(configuration.inlineLevelCount, tooSoonForHelpers, cheapEnough, 0), levels.count)
+        inlineLevelCount = configuration.dataThreadLevelCount(levels, callPeriodNanos: callPeriodNanos)
         let pooledLevels = levels.dropFirst(inlineLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()

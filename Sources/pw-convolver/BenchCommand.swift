@@ -124,9 +124,9 @@ enum BenchCommand: Command {
         var callTimes = [UInt64](repeating: 0, count: calls)
         let cpuStart = threadCPUNanoseconds()
         for call in 0..<calls {
-            let start = monotonicNanoseconds()
+            let start = monotonicNanos()
             engine.process(inputs: inputs, outputs: outputs, frameCount: block)
-            callTimes[call] = monotonicNanoseconds() - start
+            callTimes[call] = monotonicNanos() - start
         }
         let cpu = Double(threadCPUNanoseconds() - cpuStart)
         callTimes.sort()

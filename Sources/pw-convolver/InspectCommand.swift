@@ -1,4 +1,5 @@
 import Convolution
+import ConvolverNode
 import Foundation
 
 /// `pw-convolver inspect`: what an IR is (level, onset, decay) and what the node would make of it
@@ -49,10 +50,11 @@ enum InspectCommand: Command {
         let analysis = DecayAnalysis(impulseResponse)
         let channelCount = requestedChannels ?? (impulseResponse.channelCount == 4 ? 2 : impulseResponse.channelCount)
         let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
-        let plan = partitionPlan(matrix, quantum: quantum, sampleRate: rate)
+        let problem = planningProblem(matrix, quantum: quantum, sampleRate: rate)
+        let plan = PartitionPlanner.plan(problem)
 
         print(report(irSpec, impulseResponse, analysis))
-        print(planReport(plan, matrix: matrix, quantum: quantum, sampleRate: rate))
+        print(planReport(plan, problem: problem, matrix: matrix, quantum: quantum, sampleRate: rate))
 
         if let svgPath = options.string("--svg") {
             let responses = impulseResponse.channels.map { MagnitudeResponse(impulse: $0, sampleRate: rate) }
@@ -71,9 +73,9 @@ enum InspectCommand: Command {
 
     struct InspectError: Error, CustomStringConvertible { var description: String }
 
-    /// The plan the engine would make for this matrix (the same planner call as ConvolutionEngine.init,
-    /// without allocating the engine), costed at the graph rate.
-    static func partitionPlan(_ matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> PartitionPlan {
+    /// What the engine plans for this matrix (as ConvolutionEngine.init, without allocating the
+    /// engine), costed at the graph rate.
+    static func planningProblem(_ matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> PartitionPlanner.Problem {
         let configuration = EngineConfiguration(expectedBlockSize: quantum)
         var problem = PartitionPlanner.Problem(
             impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
@@ -82,7 +84,7 @@ enum InspectCommand: Command {
         // Every cost scales with the rate alike, so the chosen plan is the engine's; only the
         // CPU figure changes with it.
         problem.sampleRate = sampleRate
-        return PartitionPlanner.plan(problem)
+        return problem
     }
 
     static func report(_ spec: String, _ impulseResponse: ImpulseResponse, _ analysis: DecayAnalysis) -> String {
@@ -112,21 +114,32 @@ enum InspectCommand: Command {
         return lines.joined(separator: "\n")
     }
 
-    static func planReport(_ plan: PartitionPlan, matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> String {
+    static func planReport(_ plan: PartitionPlan, problem: PartitionPlanner.Problem, matrix: ConvolutionMatrix,
+                           quantum: Int, sampleRate: Double) -> String {
+        // Where the node runs each level: the same rule, on the same estimates.
+        var scheduling = WorkgroupSchedulerConfiguration.node
+        scheduling.sampleRate = sampleRate
+        let tails = plan.tails.map { LevelSchedule($0, problem: problem, costs: .measured) }
+        let tailsOnDataThread = scheduling.dataThreadLevelCount(tails, callPeriodNanos: Double(quantum) * 1e9 / sampleRate)
+        let dataThreadTailFraction = tails.prefix(tailsOnDataThread).reduce(0) {
+            $0 + sampleRate / Double($1.blockSize) * $1.estimatedJobNanoseconds / 1e9
+        }
         var lines = [
             "",
             "Partition plan at quantum \(quantum) (\(matrix.inputCount) in, \(matrix.outputCount) out, \(matrix.entries.count) IRs):",
             "  \(plan)",
         ]
         for (index, level) in plan.levels.enumerated() {
-            let thread = index == 0 ? "data thread" : "helper"
-            lines.append("  level \(index) (\(thread)): " + String(format: "block %5d x %4d segments, IR %.1f-%.1f ms",
-                                level.blockSize, level.segmentCount,
-                                1000 * Double(level.offset) / sampleRate, 1000 * Double(level.end) / sampleRate))
+            let thread = index <= tailsOnDataThread ? "data thread" : "helper"
+            let job = index == 0 ? "" : String(format: ", job %.0f µs", tails[index - 1].estimatedJobNanoseconds / 1000)
+            lines.append("  level \(index) (\(thread)): " + String(format: "block %5d x %4d segments", level.blockSize, level.segmentCount)
+                         + job + String(format: ", IR %.1f-%.1f ms", 1000 * Double(level.offset) / sampleRate,
+                                        1000 * Double(level.end) / sampleRate))
         }
+        let dataThreadFraction = plan.estimatedHeadCoreFraction + dataThreadTailFraction
         lines.append(String(format: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%)",
-                            100 * plan.estimatedCoreFraction, 100 * plan.estimatedHeadCoreFraction,
-                            100 * (plan.estimatedCoreFraction - plan.estimatedHeadCoreFraction)))
+                            100 * plan.estimatedCoreFraction, 100 * dataThreadFraction,
+                            100 * (plan.estimatedCoreFraction - dataThreadFraction)))
         return lines.joined(separator: "\n")
     }
 }

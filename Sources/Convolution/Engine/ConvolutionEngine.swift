@@ -30,10 +30,11 @@ public final class ConvolutionEngine: LevelJobRunner {
     public init(matrix: ConvolutionMatrix, configuration: EngineConfiguration = .init(),
                 scheduler: any LevelJobScheduler = InlineScheduler()) throws {
         try matrix.validate()
-        let plan = configuration.fixedPlan ?? PartitionPlanner.plan(.init(
+        let problem = PartitionPlanner.Problem(
             impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
             entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
-            maxPartitionSize: configuration.maxPartitionSize))
+            maxPartitionSize: configuration.maxPartitionSize)
+        let plan = configuration.fixedPlan ?? PartitionPlanner.plan(problem)
         try plan.validate()
         self.plan = plan
         inputCount = matrix.inputCount
@@ -47,9 +48,8 @@ public final class ConvolutionEngine: LevelJobRunner {
         head = HeadLevel(plan.head, impulses: impulses, routing: routing)
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
-        let partCount = try scheduler.prepare(runner: self, levels: tails.map {
-            LevelSchedule(blockSize: $0.blockSize, dueAfterSamples: $0.offset - $0.blockSize,
-                          estimatedJobNanoseconds: $0.estimatedJobNanoseconds(costs: .measured, routing: routing))
+        let partCount = try scheduler.prepare(runner: self, levels: plan.tails.map {
+            LevelSchedule($0, problem: problem, costs: .measured)
         }, split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
     }
@@ -622,16 +622,6 @@ final class TailLevel {
             fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
             (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
         }
-    }
-
-    /// The cost of one job: every input's forward FFT, every output's multiply-adds over all
-    /// segments and inverse FFT. Setup only.
-    func estimatedJobNanoseconds(costs: MachineCosts, routing: Routing) -> Double {
-        let halfPair = costs.fftPair(2 * blockSize) / 2
-        let bins = delayLine.paddedBinCount
-        let workingSetBytes = (routing.inputCount + routing.entryCount) * segmentCount * bins * 2 * MemoryLayout<Float>.size
-        return Double(routing.inputCount + routing.outputCount) * halfPair
-            + costs.multiplyAdd(bins: routing.entryCount * segmentCount * bins, workingSetBytes: workingSetBytes)
     }
 
     /// Adds this level's output for stream samples `position ..< position + count` (within one

@@ -57,6 +57,12 @@ public struct LevelSchedule: Sendable, Equatable {
         self.dueAfterSamples = dueAfterSamples
         self.estimatedJobNanoseconds = estimatedJobNanoseconds
     }
+
+    /// Tail level `level` of a plan for `problem`, its job costed with `costs`.
+    public init(_ level: PartitionPlan.Level, problem: PartitionPlanner.Problem, costs: MachineCosts) {
+        self.init(blockSize: level.blockSize, dueAfterSamples: level.offset - level.blockSize,
+                  estimatedJobNanoseconds: PartitionPlanner.jobNanoseconds(level, problem, costs))
+    }
 }
 
 public protocol LevelJobScheduler: AnyObject {

@@ -72,21 +72,10 @@ public struct MachineCosts: Sendable {
     }
 }
 
-/// Monotonic nanoseconds. Real-time safe (clock_gettime).
-@inline(__always)
-public func monotonicNanoseconds() -> UInt64 {
-    var now = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &now)
-    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
-}
-
 /// The fastest of `runs` timings of `body`, in nanoseconds (the least disturbed by a noisy machine).
 func fastestOf(_ runs: Int, _ body: () -> Void) -> Double {
-    var best = UInt64.max
-    for _ in 0..<runs {
-        let start = monotonicNanoseconds()
-        body()
-        best = min(best, monotonicNanoseconds() - start)
-    }
-    return Double(best)
+    let clock = ContinuousClock()
+    var best = Duration.seconds(Int64.max)
+    for _ in 0..<runs { best = min(best, clock.measure(body)) }
+    return Double(best.components.seconds) * 1e9 + Double(best.components.attoseconds) / 1e9
 }

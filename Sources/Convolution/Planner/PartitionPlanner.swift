@@ -140,11 +140,18 @@ public enum PartitionPlanner {
             + rate / Double(head.blockSize) * delayLineNanoseconds(head, segments: head.segmentCount - 1)
         var tailNanosecondsPerSecond = 0.0
         for level in levels.dropFirst() {
-            let perBlock = transformsPerBlock * costs.fftPair(2 * level.blockSize)
-                + delayLineNanoseconds(level, segments: level.segmentCount)
-            tailNanosecondsPerSecond += rate / Double(level.blockSize) * perBlock
+            tailNanosecondsPerSecond += rate / Double(level.blockSize) * jobNanoseconds(level, problem, costs)
         }
         let headFraction = headNanosecondsPerSecond / 1e9
         return (headFraction + tailNanosecondsPerSecond / 1e9, headFraction)
+    }
+
+    /// One job of a tail level: every input's forward and every output's inverse FFT, and the
+    /// multiply-adds of all its segments, in ns.
+    public static func jobNanoseconds(_ level: PartitionPlan.Level, _ problem: Problem, _ costs: MachineCosts) -> Double {
+        let bins = alignedLength(level.blockSize + 1)
+        let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
+        return Double(problem.inputCount + problem.outputCount) / 2 * costs.fftPair(2 * level.blockSize)
+            + Double(problem.entryCount * level.segmentCount) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
     }
 }
