@@ -4,7 +4,8 @@
 Same private headless daemon, same input (stereo noise), same synthetic stereo IR, same quantum for
 both; one system at a time (the machine has few cores, running both at once would measure the
 competition). Per case it reports: process CPU over the run (all threads, /proc/PID/stat utime+stime),
-data-thread busy p99/max and late cycles (`pw-convolver top --batch`), and whether the recording is
+data-thread busy p99/max and late cycles (`pw-convolver top --batch`), the graph driver's own late
+cycles (the whole graph stalled: the machine, not the system measured), and whether the recording is
 intact (the output compared with numpy's convolution of the input it received, recorded beside it).
 Below the table: CPU by thread (where each process spends it) and our node's own statistics
 (its convolver.* properties: late levels, helper margin, busy inside the node's process call).
@@ -210,6 +211,8 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         "busy_p99_us": max(r["busy_p99"] for r in busy),
         "busy_max_us": max(r["busy_max"] for r in busy),
         "late": max(r["late"] for r in busy),
+        # The graph's driver late itself: the machine stalled the whole graph (not one node).
+        "driver_late": rows.get("Dummy-Driver", {}).get("late"),
         "recording": recording,
     }
 
@@ -309,7 +312,7 @@ def main():
     print("         in one pw-record stream) at one lag from start to end, within 1e-4 everywhere; cycles pw-record")
     print("         lost are modelled and counted under 'lost' (see compare_recording.py), wrong runs under 'wrong'")
     print(f"{'IR s':>5} {'quantum':>7}  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
-          f" {'late':>5} {'lag':>6} {'lost':>5} {'wrong':>5} {'error dB':>8}  intact")
+          f" {'late':>5} {'drv late':>8} {'lag':>6} {'lost':>5} {'wrong':>5} {'error dB':>8}  intact")
     for ir_seconds, quantum, system, r in results:
         if r is None:
             print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} failed (see above)")
@@ -317,7 +320,7 @@ def main():
         c = r["compared"]
         intact = c["lag"] == c["endLag"] and c["glitchCount"] == 0
         print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
-              f" {r['busy_max_us']:>11.1f} {r['late']:>5} {c['lag']:>6} {len(c['graphEvents']):>5} {c['glitchCount']:>5}"
+              f" {r['busy_max_us']:>11.1f} {r['late']:>5} {str(r['driver_late']):>8} {c['lag']:>6} {len(c['graphEvents']):>5} {c['glitchCount']:>5}"
               f" {c['errorDB']:>8.1f}  {'yes' if intact else 'NO'}")
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
     for ir_seconds, quantum, system, r in results:
