@@ -300,12 +300,12 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
                 busyParts: busySplitParts.load(ordering: .relaxed),
                 takenBackParts: (0..<splitPool.queueCount).reduce(0) { $0 + splitPool.takenBackJobs(queue: $1) })
         }
+        let jobEstimates = levels.map(\.estimatedJobNanoseconds)
         guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
                                                 helpers: IntervalStatistics().snapshot(),
                                                 inlineLevelCount: inlineLevelCount, levels: [], split: split,
-                                                splitEstimateNanos: splitShareEstimateNanos,
-                                                jobEstimatesNanos: levels.map(\.estimatedJobNanoseconds))
+                                                splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted, deadlineScheduling: pool.deadlineGranted,
@@ -314,8 +314,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             levels: (0..<pool.queueCount).map { queue in
                 .init(blockSize: levels[queue + inlineLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
                       lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
-            }, split: split, splitEstimateNanos: splitShareEstimateNanos,
-            jobEstimatesNanos: levels.map(\.estimatedJobNanoseconds))
+            }, split: split, splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
     }
 }
 

@@ -54,7 +54,7 @@ enum InspectCommand: Command {
         let plan = PartitionPlanner.plan(problem)
 
         print(report(irSpec, impulseResponse, analysis))
-        print(planReport(plan, problem: problem, matrix: matrix, quantum: quantum, sampleRate: rate))
+        print(planReport(plan, problem: problem))
 
         if let svgPath = options.string("--svg") {
             let responses = impulseResponse.channels.map { MagnitudeResponse(impulse: $0, sampleRate: rate) }
@@ -76,11 +76,7 @@ enum InspectCommand: Command {
     /// What the engine plans for this matrix (as ConvolutionEngine.init, without allocating the
     /// engine), costed at the graph rate.
     static func planningProblem(_ matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> PartitionPlanner.Problem {
-        let configuration = EngineConfiguration(expectedBlockSize: quantum)
-        var problem = PartitionPlanner.Problem(
-            impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
-            entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
-            maxPartitionSize: configuration.maxPartitionSize)
+        var problem = PartitionPlanner.Problem(matrix, EngineConfiguration(expectedBlockSize: quantum))
         // Every cost scales with the rate alike, so the chosen plan is the engine's; only the
         // CPU figure changes with it.
         problem.sampleRate = sampleRate
@@ -114,8 +110,9 @@ enum InspectCommand: Command {
         return lines.joined(separator: "\n")
     }
 
-    static func planReport(_ plan: PartitionPlan, problem: PartitionPlanner.Problem, matrix: ConvolutionMatrix,
-                           quantum: Int, sampleRate: Double) -> String {
+    /// `plan` for `problem` (its counts, quantum and graph rate).
+    static func planReport(_ plan: PartitionPlan, problem: PartitionPlanner.Problem) -> String {
+        let quantum = problem.expectedBlockSize, sampleRate = problem.sampleRate
         // Where the node runs each level: the same rule, on the same estimates.
         var scheduling = WorkgroupSchedulerConfiguration.node
         scheduling.sampleRate = sampleRate
@@ -126,7 +123,7 @@ enum InspectCommand: Command {
         }
         var lines = [
             "",
-            "Partition plan at quantum \(quantum) (\(matrix.inputCount) in, \(matrix.outputCount) out, \(matrix.entries.count) IRs):",
+            "Partition plan at quantum \(quantum) (\(problem.inputCount) in, \(problem.outputCount) out, \(problem.entryCount) IRs):",
             "  \(plan)",
         ]
         for (index, level) in plan.levels.enumerated() {

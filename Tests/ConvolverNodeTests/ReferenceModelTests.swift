@@ -60,61 +60,54 @@ final class ReferenceModelTests: XCTestCase {
         }
     }
 
+    /// Judges the recording of `played` when pw-record lost the cycles `lost` (the node processed
+    /// them), with the recording's row after them holding `nextRow` (nil: the node's output there).
+    private func judgeLost(_ lost: Range<Int>, nextRow: ((_ exact: [Float]) -> [Float])? = nil) throws -> [NumpyReference.ChannelResult] {
+        let exact = convolve(played)
+        var output = removing(lost, from: exact)
+        if let nextRow {
+            let row = lost.lowerBound..<lost.lowerBound + quantum
+            for channel in 0..<2 { output[channel].replaceSubrange(row, with: nextRow(exact[channel])) }
+        }
+        return try judge(input: removing(lost, from: played), output: output)
+    }
+
+    /// Every output modelled from start to end: no glitch, the same lag at the end, these events.
+    private func assertModelled(_ results: [NumpyReference.ChannelResult], eventsAt: [Int]? = nil, eventKinds: [String]? = nil,
+                                file: StaticString = #filePath, line: UInt = #line) {
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)", file: file, line: line)
+            if let eventsAt { XCTAssertEqual(result.graphEvents.map(\.at), eventsAt, file: file, line: line) }
+            if let eventKinds { XCTAssertEqual(result.graphEvents.map(\.kind), eventKinds, file: file, line: line) }
+            XCTAssertEqual(result.endLag, result.lag, file: file, line: line)
+        }
+    }
+
     /// pw-record lost a cycle: the recording lacks one block of the input and the output alike,
     /// while the node's output after it still carries that block.
     func testRecordingLostCycleIsModelled() throws {
         let lost = cycleStart(1)..<cycleStart(1) + quantum
-        let results = try judge(input: removing(lost, from: played), output: removing(lost, from: convolve(played)))
-        for result in results {
-            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
-            XCTAssertEqual(result.graphEvents.map(\.at), [lost.lowerBound])
-            XCTAssertEqual(result.endLag, result.lag)
-        }
+        assertModelled(try judgeLost(lost), eventsAt: [lost.lowerBound])
     }
 
     /// A stall of the whole machine (a vCPU descheduled, measured here with a SCHED_FIFO hog on both
     /// cores for 8 ms at quantum 64): pw-record lost five cycles in a row.
     func testRecordingLostFiveCyclesInAStallIsModelled() throws {
-        let lost = cycleStart(1)..<cycleStart(1) + 5 * 64
-        let results = try judge(input: removing(lost, from: played), output: removing(lost, from: convolve(played)))
-        for result in results {
-            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
-            XCTAssertEqual(result.graphEvents.map(\.kind), ["recording lost 5 cycles (0 silent)"])
-            XCTAssertEqual(result.endLag, result.lag)
-        }
+        assertModelled(try judgeLost(cycleStart(1)..<cycleStart(1) + 5 * 64), eventKinds: ["recording lost 5 cycles (0 silent)"])
     }
 
     /// After a lost cycle pw-record can take the node's port buffer of the lost call again: the
     /// next row has the next input but the lost call's output; right again after it.
     func testLostCycleWhoseOutputTheNextRowHoldsIsModelled() throws {
         let lost = cycleStart(1)..<cycleStart(1) + quantum
-        let exact = convolve(played)
-        var output = removing(lost, from: exact)
-        for channel in 0..<2 {
-            output[channel].replaceSubrange(lost, with: exact[channel][lost])
-        }
-        let results = try judge(input: removing(lost, from: played), output: output)
-        for result in results {
-            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
-            XCTAssertEqual(result.graphEvents.map(\.at), [lost.lowerBound])
-            XCTAssertEqual(result.endLag, result.lag)
-        }
+        assertModelled(try judgeLost(lost) { exact in Array(exact[lost]) }, eventsAt: [lost.lowerBound])
     }
 
     /// A lost cycle, and in the row after it pw-record got no buffer from the node's ports: silence
     /// on every output for one cycle there, right again after it.
     func testLostCycleFollowedBySilentOutputsIsModelled() throws {
         let lost = cycleStart(1)..<cycleStart(1) + quantum
-        var output = removing(lost, from: convolve(played))
-        for channel in 0..<2 {
-            output[channel].replaceSubrange(lost, with: repeatElement(0, count: quantum))
-        }
-        let results = try judge(input: removing(lost, from: played), output: output)
-        for result in results {
-            XCTAssertEqual(result.glitches.count, 0, "\(result.glitches)")
-            XCTAssertEqual(result.graphEvents.map(\.at), [lost.lowerBound])
-            XCTAssertEqual(result.endLag, result.lag)
-        }
+        assertModelled(try judgeLost(lost) { _ in [Float](repeating: 0, count: self.quantum) }, eventsAt: [lost.lowerBound])
     }
 
     /// pw-record got no buffer from one output port for one cycle: exact silence there.

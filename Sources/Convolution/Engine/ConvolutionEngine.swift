@@ -30,10 +30,7 @@ public final class ConvolutionEngine: LevelJobRunner {
     public init(matrix: ConvolutionMatrix, configuration: EngineConfiguration = .init(),
                 scheduler: any LevelJobScheduler = InlineScheduler()) throws {
         try matrix.validate()
-        let problem = PartitionPlanner.Problem(
-            impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
-            entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
-            maxPartitionSize: configuration.maxPartitionSize)
+        let problem = PartitionPlanner.Problem(matrix, configuration)
         let plan = configuration.fixedPlan ?? PartitionPlanner.plan(problem)
         try plan.validate()
         self.plan = plan

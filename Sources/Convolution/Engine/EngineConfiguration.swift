@@ -34,6 +34,15 @@ public enum EngineConfigurationError: Error, CustomStringConvertible, Equatable 
     }
 }
 
+extension PartitionPlanner.Problem {
+    /// What the engine plans for `matrix` under `configuration`.
+    public init(_ matrix: ConvolutionMatrix, _ configuration: EngineConfiguration) {
+        self.init(impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
+                  entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
+                  maxPartitionSize: configuration.maxPartitionSize)
+    }
+}
+
 extension PartitionPlan {
     /// Checks the invariants the engine relies on.
     public func validate() throws {

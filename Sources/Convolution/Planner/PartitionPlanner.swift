@@ -124,11 +124,9 @@ public enum PartitionPlanner {
     public static func cost(_ levels: [PartitionPlan.Level], _ problem: Problem,
                      _ costs: MachineCosts) -> (Double, Double) {
         let rate = problem.sampleRate
-        let transformsPerBlock = Double(problem.inputCount + problem.outputCount) / 2  // one FFT pair = 2 transforms
+        let transformsPerBlock = Self.transformsPerBlock(problem)
         func delayLineNanoseconds(_ level: PartitionPlan.Level, segments: Int) -> Double {
-            let bins = alignedLength(level.blockSize + 1)
-            let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
-            return Double(problem.entryCount * segments) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
+            Self.delayLineNanoseconds(level, segments: segments, problem, costs)
         }
         let head = levels[0]
         let quantum = max(1, problem.expectedBlockSize)
@@ -149,9 +147,20 @@ public enum PartitionPlanner {
     /// One job of a tail level: every input's forward and every output's inverse FFT, and the
     /// multiply-adds of all its segments, in ns.
     public static func jobNanoseconds(_ level: PartitionPlan.Level, _ problem: Problem, _ costs: MachineCosts) -> Double {
+        transformsPerBlock(problem) * costs.fftPair(2 * level.blockSize)
+            + delayLineNanoseconds(level, segments: level.segmentCount, problem, costs)
+    }
+
+    /// FFT pairs per block: one forward per input, one inverse per output (a pair is 2 transforms).
+    private static func transformsPerBlock(_ problem: Problem) -> Double {
+        Double(problem.inputCount + problem.outputCount) / 2
+    }
+
+    /// The multiply-adds of `segments` of `level`'s delay line, for every IR, in ns.
+    private static func delayLineNanoseconds(_ level: PartitionPlan.Level, segments: Int, _ problem: Problem,
+                                             _ costs: MachineCosts) -> Double {
         let bins = alignedLength(level.blockSize + 1)
         let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
-        return Double(problem.inputCount + problem.outputCount) / 2 * costs.fftPair(2 * level.blockSize)
-            + Double(problem.entryCount * level.segmentCount) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
+        return Double(problem.entryCount * segments) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
     }
 }

@@ -208,7 +208,8 @@ class Reference:
         many as a stall of STALL_FRAMES takes, and each set of blocks the node can have had in them.
         Of the candidates that explain the output from `at` on for at least one quantum, the one that
         explains it longest (the IR's length, or up to the next event) wins; the simplest, in the
-        order tried, on a tie. Returns (node input, shift points, length, kind, override of the row at `at` for `mapped`) or None."""
+        order tried, on a tie. Returns (node input, shift points, length, kind, override of the row
+        at `at` for `mapped`) or None."""
         offset = sum(extra for point, extra in shift_points if point <= at)
         node_at = at + offset
         # The IR's length, or up to the end of the recording (events in the last IR length count too).
@@ -216,8 +217,13 @@ class Reference:
         if window < max(self.quanta) + 512:
             return None
         best, best_length = None, 0
+        lacked_before = self.lacked_frames(at)
         for quantum in self.quanta:
-            for cycles in self.cycle_counts(at, quantum):
+            # Per place the lost cycles may sit (see `delay` below): the played frames the recording
+            # lacks there, and what the row at `at` may hold.
+            lacked = {0: lacked_before, quantum: self.lacked_frames(at + quantum)}
+            overrides = {delay: self.first_row_overrides(at, quantum, delay) for delay in (0, quantum)}
+            for cycles in self.cycle_counts(lacked_before, quantum):
                 length = cycles * quantum
                 # `delay` 0: the lost cycles come before the recorded block at `at`; `quantum`: after
                 # it, and the recording has that block's input but took the next call's output.
@@ -225,11 +231,10 @@ class Reference:
                     insert = node_at + delay
                     if insert < length:
                         continue
-                    lacked = self.lacked_frames(at + delay)
                     # The lost cycles in order: `silent` ones (the player late in them too), then
                     # the played blocks the recording lacks (exactly those, where the recording shows them).
                     for silent in sorted({0, 1, 2, cycles} & set(range(cycles + 1))):
-                        if lacked is not None and lacked != (cycles - silent) * quantum:
+                        if lacked[delay] is not None and lacked[delay] != (cycles - silent) * quantum:
                             continue
                         played = self.missed_block(node_input[insert : insert + 64], (cycles - silent) * quantum)
                         if played is None:
@@ -238,7 +243,7 @@ class Reference:
                             continue  # the recording has these blocks: that would be the node repeating them
                         block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
                         candidate = np.concatenate([node_input[:insert], block, node_input[insert:]])
-                        for override, note in self.first_row_overrides(at, quantum, delay):
+                        for override, note in overrides[delay]:
                             if self.explained(candidate, at, node_at + length, min(window, quantum + 512), override) < quantum:
                                 continue  # a cheap first look
                             explained = self.explained(candidate, at, node_at + length, window, override)
@@ -266,11 +271,11 @@ class Reference:
             overrides.append(((quantum, silent, 0), f", the cycle at it silent on output {','.join(map(str, silent))}"))
         return overrides
 
-    def cycle_counts(self, at, quantum):
-        """How many lost cycles to try at recording frame `at`: one up to a stall's worth, the count
-        the recorded input's jump in the played file shows first (when it shows one)."""
+    @staticmethod
+    def cycle_counts(lacked, quantum):
+        """How many lost cycles to try: one up to a stall's worth, first the count the recorded
+        input shows missing (`lacked` played frames, None: not known)."""
         counts = list(range(1, max(3, STALL_FRAMES // quantum) + 1))
-        lacked = self.lacked_frames(at)
         if lacked and lacked % quantum == 0 and lacked // quantum in counts:
             counts.remove(lacked // quantum)
             counts.insert(0, lacked // quantum)
