@@ -41,14 +41,16 @@ enum EngineFactory {
     static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
                          context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
         let matrix = try makeMatrix(configuration, sampleRate: sampleRate)
-        let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
-                                                      maxPartitionSize: configuration.maxPartitionSize)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration.node
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
         schedulerConfiguration.sampleRate = Double(sampleRate)
         schedulerConfiguration.split = configuration.workgroupSplit
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
+        let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
+                                                      maxPartitionSize: configuration.maxPartitionSize,
+                                                      placement: schedulerConfiguration.placement,
+                                                      sampleRate: Double(sampleRate))
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
         let engine: ConvolutionEngine

@@ -21,20 +21,10 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
     /// (measured: see the bench). 0: every level on the helpers.
     public var inlineLevelCount = 0
-    /// Levels whose result is due sooner than this after their input block (seconds at
-    /// `sampleRate`) also run on the data thread: a helper's wake-up can take milliseconds on a
-    /// loaded or virtual machine, and a short level missing its deadline every so often costs
-    /// more (late levels, and the data thread waiting) than running it inline. 0: off.
-    public var minimumHelperSlack = 0.0
-    /// Levels whose job the engine estimates at most `inlineJobNanoseconds` and at most
-    /// `inlineJobFraction` of the expected call period also run on the data thread. Handing a job
-    /// to a helper costs a wake-up and cross-core cache traffic: on this kind of VM about 50 µs of
-    /// CPU, as much as a small job itself (measured with `pw-convolver bench --threads auto
-    /// --inline-levels 1`: 3 s IR, 256-frame calls, its 1024-frame level inline cut the CPU of all
-    /// threads by about a tenth, 47 jobs a second). Such a job lands whole in one call: the
-    /// fraction bounds what it adds to that call. 0: off.
-    public var inlineJobNanoseconds = 0.0
-    public var inlineJobFraction = 0.0
+    /// Which of the shortest levels also run on the data thread (cheap or due soon), and what a
+    /// helper job costs beyond its estimate: the planner prices plans with the same (see `node`).
+    /// nil: every level on the helpers.
+    public var placement: LevelPlacement?
     /// Whether the data thread's own share of a call (the head's per-output work) is split across
     /// split helpers, fork-join style, within the call: `auto` when the engine's estimate of its
     /// costliest call exceeds `splitThreshold` of the expected call period.
@@ -52,7 +42,7 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// (still waking up), the data thread takes that part back and runs it itself instead of
     /// waiting for the wake-up. Off only in tests that need every part on a helper.
     public var splitTakeBack = true
-    /// Sizes the SCHED_DEADLINE period and `minimumHelperSlack` at setup; cycles carry their own rate.
+    /// Sizes the SCHED_DEADLINE period and the placement's slack at setup; cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
     public var warn: @Sendable (String) -> Void = { message in
@@ -61,24 +51,38 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
 
     public init() {}
 
-    /// How many of the shortest `levels` run on the data thread (see `inlineLevelCount`,
-    /// `minimumHelperSlack`, `inlineJobNanoseconds`); `callPeriodNanos`: of the expected call.
+    /// How many of the shortest `levels` run on the data thread (`inlineLevelCount`, `placement`);
+    /// `callPeriodNanos`: of the expected call.
     public func dataThreadLevelCount(_ levels: [LevelSchedule], callPeriodNanos: Double?) -> Int {
-        let tooSoonForHelpers = levels.prefix { Double($0.dueAfterSamples) / sampleRate < minimumHelperSlack }.count
-        let cheapEnough = callPeriodNanos.map { period in
-            levels.prefix { $0.estimatedJobNanoseconds <= min(inlineJobNanoseconds, inlineJobFraction * period) }.count
-        } ?? 0
-        return min(max(inlineLevelCount, tooSoonForHelpers, cheapEnough, 0), levels.count)
+        let placed = placement?.dataThreadLevelCount(levels, callPeriodNanos: callPeriodNanos, sampleRate: sampleRate) ?? 0
+        return min(max(inlineLevelCount, placed), levels.count)
     }
 
     /// What the node runs with (and `pw-convolver bench`, to measure the same).
     public static var node: WorkgroupSchedulerConfiguration {
         var configuration = WorkgroupSchedulerConfiguration()
-        configuration.minimumHelperSlack = 0.010
-        configuration.inlineJobNanoseconds = 50_000
-        configuration.inlineJobFraction = 0.02
+        configuration.placement = .node
         return configuration
     }
+}
+
+extension LevelPlacement {
+    /// The node's placement, measured live on this kind of VM (2 vCPUs; bench-live, 3 s and 10 s IRs):
+    /// - levels due within 10 ms run inline: a helper's wake-up can take milliseconds here, and a
+    ///   short level missing its deadline every so often costs more (late levels, and the data
+    ///   thread waiting) than running it inline;
+    /// - levels whose job is at most 50 µs and 2% of the call period run inline: handing such a job
+    ///   to a helper cost about as much CPU as the job (`pw-convolver bench --threads auto
+    ///   --inline-levels 1`: 3 s IR, 256-frame calls, its 1024-frame level inline cut the CPU of
+    ///   all threads by about a tenth, 47 jobs a second); the fraction bounds what a job adds to
+    ///   the one call it lands in;
+    /// - a helper job costs 150-350 µs of CPU beyond its hot-loop estimate (the node's CPU, plans
+    ///   forced one at a time, 20 s runs: at 3 s / 1024, 1024x16 | 8192x16 with 6 helper jobs a
+    ///   second took 1.24-1.28% against 1.50-1.58% for 1024x4 | 2048x14 | 16384x7 with 26, which
+    ///   the planner had priced the same; a 2048-frame level inline instead of on a helper, 12 jobs
+    ///   a second, 1.73% against 2.15%). Priced at the low end.
+    public static let node = LevelPlacement(dataThreadJobNanoseconds: 50_000, dataThreadJobFraction: 0.02,
+                                            minimumHelperSlackSeconds: 0.010, helperJobOverheadNanoseconds: 150_000)
 }
 
 /// `split` of `WorkgroupSchedulerConfiguration` (`bench --split`, the module's `workgroup.split`).

@@ -27,8 +27,8 @@ enum BenchCommand: Command {
       --channels N      channels (one IR each) with --threads (default 2)
       --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
       --inline-job-us N with --threads: also run on the data thread the shortest levels whose
-                        job the engine estimates at most N µs (and 2% of the call period); 0: off
-                        (default: the node's, 50)
+                        job the engine estimates at most N µs (and 2% of the call period), and plan
+                        for it; 0: off (default: the node's, 50)
       --deadline 1      try SCHED_DEADLINE for the helpers with --threads
       --split M         with --threads: split the data thread's own share (the head's per-output
                         work) across split helpers within each call, fork-join: on, off (default)

@@ -73,14 +73,11 @@ enum InspectCommand: Command {
 
     struct InspectError: Error, CustomStringConvertible { var description: String }
 
-    /// What the engine plans for this matrix (as ConvolutionEngine.init, without allocating the
-    /// engine), costed at the graph rate.
+    /// What the node's engine plans for this matrix (as EngineFactory and ConvolutionEngine.init,
+    /// without allocating the engine), at the graph rate.
     static func planningProblem(_ matrix: ConvolutionMatrix, quantum: Int, sampleRate: Double) -> PartitionPlanner.Problem {
-        var problem = PartitionPlanner.Problem(matrix, EngineConfiguration(expectedBlockSize: quantum))
-        // Every cost scales with the rate alike, so the chosen plan is the engine's; only the
-        // CPU figure changes with it.
-        problem.sampleRate = sampleRate
-        return problem
+        PartitionPlanner.Problem(matrix, EngineConfiguration(expectedBlockSize: quantum, placement: .node,
+                                                             sampleRate: sampleRate))
     }
 
     static func report(_ spec: String, _ impulseResponse: ImpulseResponse, _ analysis: DecayAnalysis) -> String {
@@ -113,14 +110,10 @@ enum InspectCommand: Command {
     /// `plan` for `problem` (its counts, quantum and graph rate).
     static func planReport(_ plan: PartitionPlan, problem: PartitionPlanner.Problem) -> String {
         let quantum = problem.expectedBlockSize, sampleRate = problem.sampleRate
-        // Where the node runs each level: the same rule, on the same estimates.
-        var scheduling = WorkgroupSchedulerConfiguration.node
-        scheduling.sampleRate = sampleRate
+        // Where the node runs each level: its placement, on the planner's estimates.
         let tails = plan.tails.map { LevelSchedule($0, problem: problem, costs: .measured) }
-        let tailsOnDataThread = scheduling.dataThreadLevelCount(tails, callPeriodNanos: Double(quantum) * 1e9 / sampleRate)
-        let dataThreadTailFraction = tails.prefix(tailsOnDataThread).reduce(0) {
-            $0 + sampleRate / Double($1.blockSize) * $1.estimatedJobNanoseconds / 1e9
-        }
+        let tailsOnDataThread = problem.placement?.dataThreadLevelCount(
+            tails, callPeriodNanos: Double(quantum) * 1e9 / sampleRate, sampleRate: sampleRate) ?? 0
         var lines = [
             "",
             "Partition plan at quantum \(quantum) (\(problem.inputCount) in, \(problem.outputCount) out, \(problem.entryCount) IRs):",
@@ -133,10 +126,9 @@ enum InspectCommand: Command {
                          + job + String(format: ", IR %.1f-%.1f ms", 1000 * Double(level.offset) / sampleRate,
                                         1000 * Double(level.end) / sampleRate))
         }
-        let dataThreadFraction = plan.estimatedHeadCoreFraction + dataThreadTailFraction
-        lines.append(String(format: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%)",
-                            100 * plan.estimatedCoreFraction, 100 * dataThreadFraction,
-                            100 * (plan.estimatedCoreFraction - dataThreadFraction)))
+        lines.append(String(format: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%, "
+                            + "with their hand-over)", 100 * plan.estimatedCoreFraction, 100 * plan.estimatedHeadCoreFraction,
+                            100 * (plan.estimatedCoreFraction - plan.estimatedHeadCoreFraction)))
         return lines.joined(separator: "\n")
     }
 }

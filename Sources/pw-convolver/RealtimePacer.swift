@@ -115,14 +115,13 @@ enum RealtimePacer {
     /// `split` says.
     static func runWorkgroup(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
                              seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
-                             deadlineScheduling: Bool = false, inlineLevelCount: Int = 0,
-                             inlineJobMicroseconds: Int? = nil) throws -> PacedRunResult {
+                             deadlineScheduling: Bool = false, inlineLevelCount: Int = 0) throws -> PacedRunResult {
         var schedulerConfiguration = WorkgroupSchedulerConfiguration.node
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
         schedulerConfiguration.deadlineScheduling = deadlineScheduling
         schedulerConfiguration.inlineLevelCount = inlineLevelCount
-        if let inlineJobMicroseconds { schedulerConfiguration.inlineJobNanoseconds = Double(inlineJobMicroseconds) * 1000 }
+        schedulerConfiguration.placement = configuration.placement
         schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
@@ -141,15 +140,16 @@ enum RealtimePacer {
         for length in irSeconds {
             let caseMatrix = matrix(length, channels)
             for block in blocks {
-                let configuration = EngineConfiguration(expectedBlockSize: block)
+                // Planned and priced as the node plans (the inline engine gets the same plan).
+                var configuration = EngineConfiguration(expectedBlockSize: block, placement: .node, sampleRate: sampleRate)
+                if let inlineJobMicroseconds { configuration.placement?.dataThreadJobNanoseconds = Double(inlineJobMicroseconds) * 1000 }
                 let inline = runPaced(engine: try ConvolutionEngine(matrix: caseMatrix, configuration: configuration),
                                       scheduler: nil, blockSize: block, seconds: seconds, sampleRate: sampleRate)
                 if json { print(inline.json(engine: "inline", irSeconds: length, channels: channels, threads: 0)) }
                 for split in splitModes {
                     let workgroup = try runWorkgroup(matrix: caseMatrix, configuration: configuration, blockSize: block,
                                                      seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
-                                                     deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount,
-                                                     inlineJobMicroseconds: inlineJobMicroseconds)
+                                                     deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
                     if json {
                         print(workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
                                              threads: workgroup.helperThreads))

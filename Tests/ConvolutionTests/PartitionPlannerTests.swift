@@ -1,4 +1,4 @@
-import Convolution
+@testable import Convolution
 import XCTest
 
 final class PartitionPlannerTests: XCTestCase {
@@ -23,5 +23,56 @@ final class PartitionPlannerTests: XCTestCase {
         let uniform = PartitionPlanner.layout(length: 480_000, headBlock: 64, tailSizes: [])!
         let (uniformCost, _) = PartitionPlanner.cost(uniform, problem, .measured)
         XCTAssertLessThan(plan.estimatedCoreFraction * 5, uniformCost, "plan \(plan)")
+    }
+
+    /// Fixed machine costs (N log N FFTs, a slower delay line out of cache), so the choice is
+    /// deterministic.
+    private static let costs = MachineCosts(
+        fftPairNanoseconds: Dictionary(uniqueKeysWithValues: (6...15).map { 1 << $0 }.map { ($0, 0.5 * Double($0) * log2(Double($0))) }),
+        multiplyAddNanosecondsPerBinCached: 0.4, multiplyAddNanosecondsPerBinStreaming: 0.7)
+
+    private static func problem(seconds: Double, quantum: Int, placement: LevelPlacement?) -> PartitionPlanner.Problem {
+        var problem = PartitionPlanner.Problem(impulseLength: Int(seconds * 48000), inputCount: 2, outputCount: 2, entryCount: 2,
+                                               expectedBlockSize: quantum, maxPartitionSize: 16384)
+        problem.placement = placement
+        return problem
+    }
+
+    func testHelperJobsCostTheirHandOverAndDataThreadLevelsCountAsDataThreadTime() {
+        let levels = PartitionPlanner.layout(length: 144_000, headBlock: 256, tailSizes: [1024, 8192])!
+        let (bare, bareDataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: nil), Self.costs)
+
+        // Both tails on helpers, each job 1 ms dearer.
+        var placement = LevelPlacement(dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0,
+                                       helperJobOverheadNanoseconds: 1_000_000)
+        var (total, dataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: placement), Self.costs)
+        XCTAssertEqual(dataThread, bareDataThread, accuracy: 1e-12)
+        XCTAssertEqual(total - bare, (48000.0 / 1024 + 48000.0 / 8192) * 1e-3, accuracy: 1e-9)
+
+        // The 1024-frame level cheap enough for the data thread: its jobs move there, without hand-over.
+        let problem = Self.problem(seconds: 3, quantum: 256, placement: placement)
+        let shortJob = PartitionPlanner.jobNanoseconds(levels[1], problem, Self.costs)
+        XCTAssertLessThan(shortJob, PartitionPlanner.jobNanoseconds(levels[2], problem, Self.costs))
+        placement.dataThreadJobNanoseconds = shortJob
+        placement.dataThreadJobFraction = 1
+        (total, dataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: placement), Self.costs)
+        XCTAssertEqual(dataThread - bareDataThread, 48000.0 / 1024 * shortJob / 1e9, accuracy: 1e-12)
+        XCTAssertEqual(total - bare, 48000.0 / 8192 * 1e-3, accuracy: 1e-9)
+
+        // Due sooner than the slack after its block (1024 frames = 21 ms): on the data thread too.
+        placement = LevelPlacement(dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0.022,
+                                   helperJobOverheadNanoseconds: 1_000_000)
+        (total, dataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: placement), Self.costs)
+        XCTAssertEqual(dataThread - bareDataThread, 48000.0 / 1024 * shortJob / 1e9, accuracy: 1e-12)
+    }
+
+    func testTheHandOverCostLeadsToPlansWithFewerHelperJobs() {
+        func helperJobsPerSecond(overhead: Double) -> Double {
+            let placement = LevelPlacement(dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0,
+                                           helperJobOverheadNanoseconds: overhead)
+            let plan = PartitionPlanner.plan(Self.problem(seconds: 10, quantum: 256, placement: placement), costs: Self.costs)
+            return plan.tails.reduce(0) { $0 + 48000 / Double($1.blockSize) }
+        }
+        XCTAssertLessThan(helperJobsPerSecond(overhead: 500_000), helperJobsPerSecond(overhead: 0))
     }
 }

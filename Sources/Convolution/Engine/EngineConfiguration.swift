@@ -6,11 +6,18 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var maxPartitionSize: Int
     /// A fixed plan instead of the planner's (tests and benchmarks of given layouts).
     public var fixedPlan: PartitionPlan?
+    /// Where the scheduler will run the tail levels, for the planner to price (nil: the engine on
+    /// its own), and the rate that sets the call period.
+    public var placement: LevelPlacement?
+    public var sampleRate: Double
 
-    public init(expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil) {
+    public init(expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil,
+                placement: LevelPlacement? = nil, sampleRate: Double = 48000) {
         self.expectedBlockSize = expectedBlockSize
         self.maxPartitionSize = maxPartitionSize
         self.fixedPlan = fixedPlan
+        self.placement = placement
+        self.sampleRate = sampleRate
     }
 
     /// The plan a uniformly partitioned engine (one level, block = `blockSize`) would use:
@@ -40,6 +47,8 @@ extension PartitionPlanner.Problem {
         self.init(impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
                   entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
                   maxPartitionSize: configuration.maxPartitionSize)
+        placement = configuration.placement
+        sampleRate = configuration.sampleRate
     }
 }
 

@@ -22,7 +22,7 @@ public struct PartitionPlan: Sendable, Equatable, CustomStringConvertible {
     public var levels: [Level]
     /// The planner's estimate of the whole engine's cost, in fractions of one core at 48 kHz.
     public var estimatedCoreFraction: Double
-    /// Of which on the data thread (the head).
+    /// Of which on the data thread (the head, and the tail levels the placement puts there).
     public var estimatedHeadCoreFraction: Double
 
     public init(levels: [Level], estimatedCoreFraction: Double = .nan, estimatedHeadCoreFraction: Double = .nan) {
@@ -55,6 +55,9 @@ public enum PartitionPlanner {
         public var expectedBlockSize: Int
         public var maxPartitionSize: Int
         public var sampleRate: Double = 48000
+        /// Where the tail levels will run, so the plan is priced as it will run; nil: every tail
+        /// level on a helper, at no cost beyond its job (the engine on its own).
+        public var placement: LevelPlacement?
 
         public init(impulseLength: Int, inputCount: Int, outputCount: Int, entryCount: Int,
                     expectedBlockSize: Int, maxPartitionSize: Int) {
@@ -136,12 +139,22 @@ public enum PartitionPlanner {
         let perPiece = transformsPerBlock * costs.fftPair(2 * head.blockSize) + delayLineNanoseconds(head, segments: 1)
         let headNanosecondsPerSecond = rate / Double(quantum) * piecesPerCall * perPiece
             + rate / Double(head.blockSize) * delayLineNanoseconds(head, segments: head.segmentCount - 1)
-        var tailNanosecondsPerSecond = 0.0
-        for level in levels.dropFirst() {
-            tailNanosecondsPerSecond += rate / Double(level.blockSize) * jobNanoseconds(level, problem, costs)
+        // Tail levels placed on the data thread count as its time; each job on a helper costs the overhead.
+        let tails = levels.dropFirst().map { LevelSchedule($0, problem: problem, costs: costs) }
+        let dataThreadTails = problem.placement?.dataThreadLevelCount(tails, callPeriodNanos: Double(quantum) / rate * 1e9,
+                                                                      sampleRate: rate) ?? 0
+        let helperOverhead = problem.placement?.helperJobOverheadNanoseconds ?? 0
+        var dataThreadNanosecondsPerSecond = headNanosecondsPerSecond, helperNanosecondsPerSecond = 0.0
+        for (index, tail) in tails.enumerated() {
+            let jobsPerSecond = rate / Double(tail.blockSize)
+            if index < dataThreadTails {
+                dataThreadNanosecondsPerSecond += jobsPerSecond * tail.estimatedJobNanoseconds
+            } else {
+                helperNanosecondsPerSecond += jobsPerSecond * (tail.estimatedJobNanoseconds + helperOverhead)
+            }
         }
-        let headFraction = headNanosecondsPerSecond / 1e9
-        return (headFraction + tailNanosecondsPerSecond / 1e9, headFraction)
+        let dataThreadFraction = dataThreadNanosecondsPerSecond / 1e9
+        return (dataThreadFraction + helperNanosecondsPerSecond / 1e9, dataThreadFraction)
     }
 
     /// One job of a tail level: every input's forward and every output's inverse FFT, and the
@@ -162,5 +175,39 @@ public enum PartitionPlanner {
         let bins = alignedLength(level.blockSize + 1)
         let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
         return Double(problem.entryCount * segments) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
+    }
+}
+
+/// Where a node runs the tail levels, as the planner prices them: the shortest levels, while each
+/// is cheap or due soon, run on the data thread; the others on helper threads, where each job costs
+/// CPU beyond the job itself.
+public struct LevelPlacement: Sendable, Equatable {
+    /// A tail level runs on the data thread when its job estimate, and that of every shorter tail
+    /// level, is at most this and at most `dataThreadJobFraction` of the expected call period.
+    public var dataThreadJobNanoseconds: Double
+    public var dataThreadJobFraction: Double
+    /// ... or when its result, and every shorter level's, is due sooner than this after its input
+    /// block (seconds): a helper's wake-up can take milliseconds on a loaded or virtual machine.
+    public var minimumHelperSlackSeconds: Double
+    /// CPU one helper job costs beyond its estimate: the helper's wake-up, and the job running with
+    /// cold caches on a core that was idle.
+    public var helperJobOverheadNanoseconds: Double
+
+    public init(dataThreadJobNanoseconds: Double, dataThreadJobFraction: Double, minimumHelperSlackSeconds: Double,
+                helperJobOverheadNanoseconds: Double) {
+        self.dataThreadJobNanoseconds = dataThreadJobNanoseconds
+        self.dataThreadJobFraction = dataThreadJobFraction
+        self.minimumHelperSlackSeconds = minimumHelperSlackSeconds
+        self.helperJobOverheadNanoseconds = helperJobOverheadNanoseconds
+    }
+
+    /// How many of the shortest tail `levels` (shortest first) run on the data thread.
+    /// `callPeriodNanos`: of the expected call (nil: unknown, only the slack rule applies).
+    public func dataThreadLevelCount(_ levels: [LevelSchedule], callPeriodNanos: Double?, sampleRate: Double) -> Int {
+        let dueSoon = levels.prefix { Double($0.dueAfterSamples) / sampleRate < minimumHelperSlackSeconds }.count
+        let cheap = callPeriodNanos.map { period in
+            levels.prefix { $0.estimatedJobNanoseconds <= min(dataThreadJobNanoseconds, dataThreadJobFraction * period) }.count
+        } ?? 0
+        return max(dueSoon, cheap)
     }
 }
