@@ -340,6 +340,7 @@ public final class ConvolverFilterNode {
         var values: [String: String] = [
             "convolver.calls": "\(realtime.statistics.calls.load(ordering: .relaxed))",
             "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
+            "convolver.missed-cycles": "\(realtime.statistics.missedCycles.load(ordering: .relaxed))",
             "convolver.late-levels": "\(lateLevelsOfReplacedEngines + (helpers?.lateLevels ?? 0))",
             "convolver.helper-margin-p99-us": marginP99,
             "convolver.split-parts": "\(helpers?.split?.partCount ?? 1)",

@@ -286,6 +286,10 @@ final class SinkStreams {
         }
         frameCount = min(frameCount, capacity)
 
+        if let clock {
+            realtime.statistics.recordClock(position: clock.pointee.clock.position, duration: clock.pointee.clock.duration,
+                                            rate: UInt64(clock.pointee.clock.rate.denom))
+        }
         if frameCount > 0 {
             let negotiatedRate = formatRate.load(ordering: .relaxed)
             let rate = negotiatedRate > 0 ? negotiatedRate : Int(clock?.pointee.clock.rate.denom ?? 0)

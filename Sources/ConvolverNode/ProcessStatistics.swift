@@ -10,6 +10,13 @@ final class ProcessStatistics {
     let calls = Atomic<Int>(0)
     /// Cycles where the node finished after the cycle's end (`clock.next_nsec`).
     let lateCycles = Atomic<Int>(0)
+    /// Cycles the graph ran without this node: its clock moved past them between two calls (the
+    /// node was woken too late, e.g. the machine stalled). Their input never reached the node, so
+    /// the output is wrong for about an IR length after each; counted so users see why.
+    let missedCycles = Atomic<Int>(0)
+    // The previous call's clock (data thread only).
+    private var previousPosition: UInt64 = 0
+    private var previousDuration: UInt64 = 0
     private let busyNanosRing: UnsafeMutablePointer<UInt32>
     /// Busy times written so far; the ring index is this modulo the capacity.
     private let busyWriteCount = Atomic<Int>(0)
@@ -30,6 +37,25 @@ final class ProcessStatistics {
         busyWriteCount.store(count + 1, ordering: .releasing)
         calls.wrappingAdd(1, ordering: .relaxed)
         if late { lateCycles.wrappingAdd(1, ordering: .relaxed) }
+    }
+
+    /// Counts the cycles skipped since the previous call. `position`, `duration`: this cycle's
+    /// graph clock (`spa_io_clock`), in frames; `rate`: frames a second. Real-time safe.
+    func recordClock(position: UInt64, duration: UInt64, rate: UInt64) {
+        let skipped = Self.skippedCycles(previousPosition: previousPosition, previousDuration: previousDuration,
+                                         position: position, rate: rate)
+        if skipped > 0 { missedCycles.wrappingAdd(skipped, ordering: .relaxed) }
+        previousPosition = position
+        previousDuration = duration
+    }
+
+    /// Cycles between two calls that the node did not see: the clock moved further than the previous
+    /// cycle's duration. A jump back, or of more than a second (a new driver), is not counted.
+    static func skippedCycles(previousPosition: UInt64, previousDuration: UInt64, position: UInt64, rate: UInt64) -> Int {
+        guard previousDuration > 0, position > previousPosition else { return 0 }
+        let step = position - previousPosition
+        guard step > previousDuration, step <= max(rate, previousDuration) else { return 0 }
+        return Int((step - 1) / previousDuration)  // the whole cycles past the previous one, a partial one counted
     }
 
     /// Busy times since the last call (main loop only): p99 and max in nanoseconds; nil if none.

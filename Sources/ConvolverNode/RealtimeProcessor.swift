@@ -191,6 +191,8 @@ final class RealtimeProcessor {
         let graphRate = Int(position.pointee.clock.rate.denom)
         // Read now: the driver rewrites the shared clock at its next wake-up, even while we run.
         let deadline = position.pointee.clock.next_nsec
+        statistics.recordClock(position: position.pointee.clock.position, duration: position.pointee.clock.duration,
+                               rate: UInt64(max(graphRate, 0)))
         for channel in 0..<inputCount {
             inputBuffers[channel] = UnsafePointer(
                 pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
