@@ -127,8 +127,8 @@ enum InspectCommand: Command {
                                         1000 * Double(level.end) / sampleRate))
         }
         lines.append(String(format: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%, "
-                            + "with their hand-over)", 100 * plan.estimatedCoreFraction, 100 * plan.estimatedHeadCoreFraction,
-                            100 * (plan.estimatedCoreFraction - plan.estimatedHeadCoreFraction)))
+                            + "with their hand-over)", 100 * plan.estimatedCoreFraction, 100 * plan.estimatedDataThreadCoreFraction,
+                            100 * (plan.estimatedCoreFraction - plan.estimatedDataThreadCoreFraction)))
         return lines.joined(separator: "\n")
     }
 }

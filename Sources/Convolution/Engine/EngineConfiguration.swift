@@ -27,7 +27,7 @@ public struct EngineConfiguration: Sendable, Equatable {
         let level = PartitionPlan.Level(blockSize: blockSize, segmentCount: segments, offset: 0)
         return EngineConfiguration(expectedBlockSize: blockSize, maxPartitionSize: blockSize,
                                    fixedPlan: PartitionPlan(levels: [level], estimatedCoreFraction: .nan,
-                                                            estimatedHeadCoreFraction: .nan))
+                                                            estimatedDataThreadCoreFraction: .nan))
     }
 }
 

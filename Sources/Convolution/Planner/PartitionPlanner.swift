@@ -20,15 +20,16 @@ public struct PartitionPlan: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var levels: [Level]
-    /// The planner's estimate of the whole engine's cost, in fractions of one core at 48 kHz.
+    /// The planner's estimate of the whole engine's cost, in fractions of one core at the problem's
+    /// rate (helper hand-overs included, when the problem has a placement).
     public var estimatedCoreFraction: Double
     /// Of which on the data thread (the head, and the tail levels the placement puts there).
-    public var estimatedHeadCoreFraction: Double
+    public var estimatedDataThreadCoreFraction: Double
 
-    public init(levels: [Level], estimatedCoreFraction: Double = .nan, estimatedHeadCoreFraction: Double = .nan) {
+    public init(levels: [Level], estimatedCoreFraction: Double = .nan, estimatedDataThreadCoreFraction: Double = .nan) {
         self.levels = levels
         self.estimatedCoreFraction = estimatedCoreFraction
-        self.estimatedHeadCoreFraction = estimatedHeadCoreFraction
+        self.estimatedDataThreadCoreFraction = estimatedDataThreadCoreFraction
     }
 
     public var head: Level { levels[0] }
@@ -71,7 +72,7 @@ public enum PartitionPlanner {
     }
 
     /// Data-thread time counts this much more than helper time: it is the graph's critical path.
-    static let headWeight = 2.0
+    static let dataThreadWeight = 2.0
     static let headBlockSizes = (5...11).map { 1 << $0 }  // 32 ... 2048
     /// Relative cost difference below which the planner keeps the simpler plan.
     static let planningTolerance = 0.05
@@ -89,13 +90,13 @@ public enum PartitionPlanner {
             for subset in (0..<(1 << tailSizes.count)).sorted(by: { $0.nonzeroBitCount < $1.nonzeroBitCount }) {
                 let sizes = tailSizes.indices.filter { subset & (1 << $0) != 0 }.map { tailSizes[$0] }
                 guard let levels = layout(length: length, headBlock: headBlock, tailSizes: sizes) else { continue }
-                let (total, head) = cost(levels, problem, costs)
-                let weighted = total + (headWeight - 1) * head
+                let (total, dataThread) = cost(levels, problem, costs)
+                let weighted = total + (dataThreadWeight - 1) * dataThread
                 // Candidates come simplest first (small head, few levels): a later one must be
                 // clearly cheaper, so measurement noise does not flip plans from run to run.
                 if best == nil || weighted < best!.cost * (1 - planningTolerance) {
                     best = (weighted, PartitionPlan(levels: levels, estimatedCoreFraction: total,
-                                                    estimatedHeadCoreFraction: head))
+                                                    estimatedDataThreadCoreFraction: dataThread))
                 }
             }
         }
@@ -123,7 +124,7 @@ public enum PartitionPlanner {
         return levels
     }
 
-    /// (total, head) cost in fractions of a core.
+    /// (total, on the data thread) cost in fractions of a core.
     public static func cost(_ levels: [PartitionPlan.Level], _ problem: Problem,
                      _ costs: MachineCosts) -> (Double, Double) {
         let rate = problem.sampleRate
