@@ -10,9 +10,11 @@ final class ProcessStatistics {
     let calls = Atomic<Int>(0)
     /// Cycles where the node finished after the cycle's end (`clock.next_nsec`).
     let lateCycles = Atomic<Int>(0)
-    /// Cycles the graph ran without this node: its clock moved past them between two calls (the
-    /// node was woken too late, e.g. the machine stalled). Their input never reached the node, so
-    /// the output is wrong for about an IR length after each; counted so users see why.
+    /// Cycles the graph's clock moved past between two calls of the node: a machine stall delayed
+    /// the graph or the node. When the whole graph skipped the cycle (seen in stalls reproduced
+    /// here), the node's input stays continuous and nothing is lost; when only the node missed it,
+    /// that input block never reached the node and the output is wrong for about an IR length.
+    /// The late-cycle count misses both: the driver rewrites the clock before a late call reads it.
     let missedCycles = Atomic<Int>(0)
     // The previous call's clock (data thread only).
     private var previousPosition: UInt64 = 0
