@@ -41,7 +41,7 @@ enum EngineFactory {
     static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
                          context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
         let matrix = try makeMatrix(configuration, sampleRate: sampleRate)
-        var schedulerConfiguration = WorkgroupSchedulerConfiguration.node
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
         schedulerConfiguration.sampleRate = Double(sampleRate)
@@ -49,7 +49,7 @@ enum EngineFactory {
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
         let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
                                                       maxPartitionSize: configuration.maxPartitionSize,
-                                                      placement: schedulerConfiguration.placement,
+                                                      placement: .node,
                                                       sampleRate: Double(sampleRate))
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)

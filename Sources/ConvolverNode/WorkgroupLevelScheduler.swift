@@ -21,10 +21,6 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
     /// (measured: see the bench). 0: every level on the helpers.
     public var inlineLevelCount = 0
-    /// Which of the shortest levels also run on the data thread (cheap or due soon), and what a
-    /// helper job costs beyond its estimate: the planner prices plans with the same (see `node`).
-    /// nil: every level on the helpers.
-    public var placement: LevelPlacement?
     /// Whether the data thread's own share of a call (the head's per-output work) is split across
     /// split helpers, fork-join style, within the call: `auto` when the engine's estimate of its
     /// costliest call exceeds `splitThreshold` of the expected call period.
@@ -42,7 +38,7 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// (still waking up), the data thread takes that part back and runs it itself instead of
     /// waiting for the wake-up. Off only in tests that need every part on a helper.
     public var splitTakeBack = true
-    /// Sizes the SCHED_DEADLINE period and the placement's slack at setup; cycles carry their own rate.
+    /// Sizes the SCHED_DEADLINE period at setup; cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
     public var warn: @Sendable (String) -> Void = { message in
@@ -51,23 +47,15 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
 
     public init() {}
 
-    /// How many of the shortest `levels` run on the data thread (`inlineLevelCount`, `placement`);
-    /// `callPeriodNanos`: of the expected call.
-    public func dataThreadLevelCount(_ levels: [LevelSchedule], callPeriodNanos: Double?) -> Int {
-        let placed = placement?.dataThreadLevelCount(levels, callPeriodNanos: callPeriodNanos, sampleRate: sampleRate) ?? 0
-        return min(max(inlineLevelCount, placed), levels.count)
-    }
-
-    /// What the node runs with (and `pw-convolver bench`, to measure the same).
-    public static var node: WorkgroupSchedulerConfiguration {
-        var configuration = WorkgroupSchedulerConfiguration()
-        configuration.placement = .node
-        return configuration
+    /// How many of the shortest `levels` run on the data thread: those the engine placed there
+    /// (`LevelSchedule.runsOnDataThread`), at least `inlineLevelCount`.
+    public func dataThreadLevelCount(_ levels: [LevelSchedule]) -> Int {
+        min(max(inlineLevelCount, levels.prefix(while: \.runsOnDataThread).count), levels.count)
     }
 }
 
 extension LevelPlacement {
-    /// The node's placement, measured live on this kind of VM (2 vCPUs; bench-live, 3 s and 10 s IRs):
+    /// The node's placement (its engines plan with it, and its scheduler follows), measured live on this kind of VM (2 vCPUs; bench-live, 3 s and 10 s IRs):
     /// - levels due within 10 ms run inline: a helper's wake-up can take milliseconds here, and a
     ///   short level missing its deadline every so often costs more (late levels, and the data
     ///   thread waiting) than running it inline;
@@ -164,7 +152,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     }
 
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
-        try prepareLevels(runner: runner, levels: levels, splitting: false, callPeriodNanos: nil)
+        try prepareLevels(runner: runner, levels: levels, splitting: false)
     }
 
     /// Setup with the engine's split offer: decides the part count (see `configuration.split`),
@@ -185,8 +173,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
                 if !(splitShareEstimateNanos > configuration.splitThreshold * periodNanos) { parts = 1 }
             }
         }
-        try prepareLevels(runner: runner, levels: levels, splitting: parts > 1,
-                          callPeriodNanos: Double(split.expectedCallFrames) * 1e9 / configuration.sampleRate)
+        try prepareLevels(runner: runner, levels: levels, splitting: parts > 1)
         guard parts > 1 else { return 1 }
         splitRunner.runner = runner
         var splitConfiguration = JobPoolConfiguration()
@@ -203,13 +190,12 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         return parts
     }
 
-    private func prepareLevels(runner: any LevelJobRunner, levels: [LevelSchedule], splitting: Bool,
-                               callPeriodNanos: Double?) throws {
+    private func prepareLevels(runner: any LevelJobRunner, levels: [LevelSchedule], splitting: Bool) throws {
         stop()
         reportedSplitPool = nil
         self.runner = runner
         self.levels = levels
-        inlineLevelCount = configuration.dataThreadLevelCount(levels, callPeriodNanos: callPeriodNanos)
+        inlineLevelCount = configuration.dataThreadLevelCount(levels)
         let pooledLevels = levels.dropFirst(inlineLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()

@@ -110,17 +110,15 @@ enum InspectCommand: Command {
     /// `plan` for `problem` (its counts, quantum and graph rate).
     static func planReport(_ plan: PartitionPlan, problem: PartitionPlanner.Problem) -> String {
         let quantum = problem.expectedBlockSize, sampleRate = problem.sampleRate
-        // Where the node runs each level: its placement, on the planner's estimates.
-        let tails = plan.tails.map { LevelSchedule($0, problem: problem, costs: .measured) }
-        let tailsOnDataThread = problem.placement?.dataThreadLevelCount(
-            tails, callPeriodNanos: Double(quantum) * 1e9 / sampleRate, sampleRate: sampleRate) ?? 0
+        // Where the node runs each level, and its job estimate: as the engine hands them to its scheduler.
+        let tails = PartitionPlanner.tailSchedules(plan.levels, problem, .measured)
         var lines = [
             "",
             "Partition plan at quantum \(quantum) (\(problem.inputCount) in, \(problem.outputCount) out, \(problem.entryCount) IRs):",
             "  \(plan)",
         ]
         for (index, level) in plan.levels.enumerated() {
-            let thread = index <= tailsOnDataThread ? "data thread" : "helper"
+            let thread = index == 0 || tails[index - 1].runsOnDataThread ? "data thread" : "helper"
             let job = index == 0 ? "" : String(format: ", job %.0f µs", tails[index - 1].estimatedJobNanoseconds / 1000)
             lines.append("  level \(index) (\(thread)): " + String(format: "block %5d x %4d segments", level.blockSize, level.segmentCount)
                          + job + String(format: ", IR %.1f-%.1f ms", 1000 * Double(level.offset) / sampleRate,

@@ -116,12 +116,11 @@ enum RealtimePacer {
     static func runWorkgroup(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
                              seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
                              deadlineScheduling: Bool = false, inlineLevelCount: Int = 0) throws -> PacedRunResult {
-        var schedulerConfiguration = WorkgroupSchedulerConfiguration.node
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
         schedulerConfiguration.deadlineScheduling = deadlineScheduling
         schedulerConfiguration.inlineLevelCount = inlineLevelCount
-        schedulerConfiguration.placement = configuration.placement
         schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)

@@ -45,9 +45,8 @@ public final class ConvolutionEngine: LevelJobRunner {
         head = HeadLevel(plan.head, impulses: impulses, routing: routing)
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
-        let partCount = try scheduler.prepare(runner: self, levels: plan.tails.map {
-            LevelSchedule($0, problem: problem, costs: .measured)
-        }, split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
+        let partCount = try scheduler.prepare(runner: self, levels: PartitionPlanner.tailSchedules(plan.levels, problem, .measured),
+                                              split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
     }
 

@@ -51,6 +51,9 @@ public struct LevelSchedule: Sendable, Equatable {
     /// The engine's estimate of one job's cost, ns, from the planner's measured machine costs
     /// (nan: not estimated).
     public var estimatedJobNanoseconds: Double
+    /// The engine's placement puts this level on the data thread (`PartitionPlanner.tailSchedules`):
+    /// the scheduler runs its jobs inline.
+    public var runsOnDataThread = false
 
     public init(blockSize: Int, dueAfterSamples: Int, estimatedJobNanoseconds: Double = .nan) {
         self.blockSize = blockSize

@@ -141,14 +141,11 @@ public enum PartitionPlanner {
         let headNanosecondsPerSecond = rate / Double(quantum) * piecesPerCall * perPiece
             + rate / Double(head.blockSize) * delayLineNanoseconds(head, segments: head.segmentCount - 1)
         // Tail levels placed on the data thread count as its time; each job on a helper costs the overhead.
-        let tails = levels.dropFirst().map { LevelSchedule($0, problem: problem, costs: costs) }
-        let dataThreadTails = problem.placement?.dataThreadLevelCount(tails, callPeriodNanos: Double(quantum) / rate * 1e9,
-                                                                      sampleRate: rate) ?? 0
         let helperOverhead = problem.placement?.helperJobOverheadNanoseconds ?? 0
         var dataThreadNanosecondsPerSecond = headNanosecondsPerSecond, helperNanosecondsPerSecond = 0.0
-        for (index, tail) in tails.enumerated() {
+        for tail in tailSchedules(levels, problem, costs) {
             let jobsPerSecond = rate / Double(tail.blockSize)
-            if index < dataThreadTails {
+            if tail.runsOnDataThread {
                 dataThreadNanosecondsPerSecond += jobsPerSecond * tail.estimatedJobNanoseconds
             } else {
                 helperNanosecondsPerSecond += jobsPerSecond * (tail.estimatedJobNanoseconds + helperOverhead)
@@ -156,6 +153,18 @@ public enum PartitionPlanner {
         }
         let dataThreadFraction = dataThreadNanosecondsPerSecond / 1e9
         return (dataThreadFraction + helperNanosecondsPerSecond / 1e9, dataThreadFraction)
+    }
+
+    /// The tail levels of `levels` as the scheduler will run them: each job's estimate, and whether
+    /// the problem's placement puts the level on the data thread. The one place that rule is applied.
+    public static func tailSchedules(_ levels: [PartitionPlan.Level], _ problem: Problem,
+                                     _ costs: MachineCosts) -> [LevelSchedule] {
+        var tails = levels.dropFirst().map { LevelSchedule($0, problem: problem, costs: costs) }
+        let callPeriodNanos = Double(max(1, problem.expectedBlockSize)) / problem.sampleRate * 1e9
+        let onDataThread = problem.placement?.dataThreadLevelCount(tails, callPeriodNanos: callPeriodNanos,
+                                                                   sampleRate: problem.sampleRate) ?? 0
+        for index in 0..<onDataThread { tails[index].runsOnDataThread = true }
+        return tails
     }
 
     /// One job of a tail level: every input's forward and every output's inverse FFT, and the
@@ -202,13 +211,11 @@ public struct LevelPlacement: Sendable, Equatable {
         self.helperJobOverheadNanoseconds = helperJobOverheadNanoseconds
     }
 
-    /// How many of the shortest tail `levels` (shortest first) run on the data thread.
-    /// `callPeriodNanos`: of the expected call (nil: unknown, only the slack rule applies).
-    public func dataThreadLevelCount(_ levels: [LevelSchedule], callPeriodNanos: Double?, sampleRate: Double) -> Int {
+    /// How many of the shortest tail `levels` (shortest first) run on the data thread, for calls
+    /// of `callPeriodNanos`.
+    func dataThreadLevelCount(_ levels: [LevelSchedule], callPeriodNanos: Double, sampleRate: Double) -> Int {
         let dueSoon = levels.prefix { Double($0.dueAfterSamples) / sampleRate < minimumHelperSlackSeconds }.count
-        let cheap = callPeriodNanos.map { period in
-            levels.prefix { $0.estimatedJobNanoseconds <= min(dataThreadJobNanoseconds, dataThreadJobFraction * period) }.count
-        } ?? 0
-        return max(dueSoon, cheap)
+        let jobLimit = min(dataThreadJobNanoseconds, dataThreadJobFraction * callPeriodNanos)
+        return max(dueSoon, levels.prefix { $0.estimatedJobNanoseconds <= jobLimit }.count)
     }
 }
