@@ -11,10 +11,12 @@ final class ProcessStatistics {
     /// Cycles where the node finished after the cycle's end (`clock.next_nsec`).
     let lateCycles = Atomic<Int>(0)
     /// Cycles the graph's clock moved past between two calls of the node: a machine stall delayed
-    /// the graph or the node. When the whole graph skipped the cycle (seen in stalls reproduced
-    /// here), the node's input stays continuous and nothing is lost; when only the node missed it,
-    /// that input block never reached the node and the output is wrong for about an IR length.
-    /// The late-cycle count misses both: the driver rewrites the clock before a late call reads it.
+    /// the graph or the node. In stalls reproduced and traced here the node's input mostly stayed
+    /// continuous (the player skipped the cycle too); now and then the player's block of a stalled
+    /// cycle reached no one, a dropout the output carries for an IR length. After a jump PipeWire
+    /// 0.3.65 sometimes runs the node twice at one clock position (the second time with silence when
+    /// the player did not run again); the node convolves what it gets. The late-cycle count misses
+    /// these: the driver rewrites the clock before a late call reads it.
     let missedCycles = Atomic<Int>(0)
     // The previous call's clock (data thread only).
     private var previousPosition: UInt64 = 0

@@ -120,6 +120,68 @@ final class ReferenceModelTests: XCTestCase {
         XCTAssertEqual(results[0].graphEvents.map(\.kind), ["recording silent on output 0 for one cycle"])
     }
 
+    /// pw-record got no buffer from any output port for one cycle, and nothing was lost: silence
+    /// on every output there. Silent rows match the output of any input, so "lost cycles" must
+    /// not be taken for it on the strength of the silent row alone (they were, and the next IR
+    /// length was then judged against a wrong input: seen after machine stalls).
+    func testSilentOutputsWithNothingLostAreNotTakenForALostCycle() throws {
+        var output = convolve(played)
+        let silent = cycleStart(2)..<cycleStart(2) + quantum
+        for channel in 0..<2 { output[channel].replaceSubrange(silent, with: repeatElement(0, count: quantum)) }
+        assertModelled(try judge(input: played, output: output), eventKinds: ["recording silent on output 0,1 for one cycle"])
+    }
+
+    /// After a machine stall PipeWire 0.3.65 can run the node twice at one clock position: the
+    /// second call gets silence when the player did not run again, and pw-record, already reading
+    /// the node's port buffer, can take it half written (traced in the node: the head's part of
+    /// that call, without the tail's). The recording then lacks the second call, and the row before
+    /// it holds an output the node never finished. That row is a glitch of one cycle; the lost
+    /// call after it is still modelled, so the IR length after it is judged right.
+    func testAWrongRowBeforeALostCycleIsAGlitchOfOneCycleOnly() throws {
+        let extra = cycleStart(1)..<cycleStart(1) + quantum
+        var nodeInput = played
+        for channel in 0..<2 { nodeInput[channel].insert(contentsOf: repeatElement(0, count: quantum), at: extra.lowerBound) }
+        var output = removing(extra, from: convolve(nodeInput))
+        let wrongRow = extra.lowerBound - quantum..<extra.lowerBound
+        for channel in 0..<2 {
+            for frame in wrongRow { output[channel][frame] *= 0.5 }
+        }
+        let results = try judge(input: played, output: output)
+        for result in results {
+            XCTAssertEqual(result.glitches.count, 1, "\(result.glitches) \(result.graphEvents)")
+            XCTAssertEqual(result.glitches.first?[0], wrongRow.lowerBound, "\(result.glitches)")
+            XCTAssertLessThanOrEqual(result.glitches.first?[1] ?? .max, quantum, "\(result.glitches)")
+            XCTAssertEqual(result.graphEvents.map(\.at), [extra.lowerBound], "\(result.graphEvents)")
+            XCTAssertEqual(result.endLag, result.lag)
+        }
+    }
+
+    /// After a stall pw-record can take the player's buffer a cycle early and then get none: its
+    /// input rows are the next block, then silence, while the node got the played blocks in order
+    /// (its output shows it). Modelled as such, not as a node fault.
+    func testRecordedInputThatIsNotTheNodesIsModelled() throws {
+        var recordedInput = played
+        let early = cycleStart(1)..<cycleStart(1) + quantum
+        for channel in 0..<2 {
+            recordedInput[channel].replaceSubrange(early, with: played[channel][early.upperBound..<early.upperBound + quantum])
+            recordedInput[channel].replaceSubrange(early.upperBound..<early.upperBound + quantum, with: repeatElement(0, count: quantum))
+        }
+        assertModelled(try judge(input: recordedInput, output: convolve(played)),
+                       eventKinds: ["recording's input not the node's (which had the played blocks)"])
+    }
+
+    /// A played block that reached neither the node nor pw-record (a stalled cycle's buffer no
+    /// one took), and the block before it that only the node got: the recording lacks two blocks,
+    /// the node's output only one.
+    func testPlayedBlockThatReachedNeitherIsModelled() throws {
+        let nodeOnly = cycleStart(1)..<cycleStart(1) + quantum
+        let neither = nodeOnly.upperBound..<nodeOnly.upperBound + quantum
+        let nodeInput = removing(neither, from: played)
+        let results = try judge(input: removing(nodeOnly, from: nodeInput), output: removing(nodeOnly, from: convolve(nodeInput)))
+        assertModelled(results, eventsAt: [nodeOnly.lowerBound])
+        XCTAssertTrue(results[0].graphEvents.first?.kind.contains("256 played frames reached neither") ?? false, "\(results[0].graphEvents)")
+    }
+
     /// Node faults stay glitches: a block repeated on one output, a block the node never
     /// processed (its input lacks it, the recording has it). Events after a glitch are still
     /// modelled, and a glitch does not make the rest of the recording wrong.

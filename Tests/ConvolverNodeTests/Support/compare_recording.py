@@ -11,24 +11,29 @@ compared at the lag found by cross-correlation (0 for a zero-latency node).
 
 Graph events. Under load pw-record (PipeWire 0.3.65) now and then loses whole cycles: the recording
 lacks a block of the node's input and of its output alike, so the two stay aligned, but the node's
-output after that point still carries the lost block for one IR length. (Measured: the recorded
-output then matched, at float precision, a node input with exactly those blocks more; the node
-counted no cycle it was run twice in.) A stall of the whole machine loses it several cycles in a row
-(reproduced with a SCHED_FIFO hog on both cores: 8 ms lost 5 to 6 cycles of 64). Around quantum
-changes the recording sometimes also has the input of a block but the node's output of the call
-after it. Such places are modelled, not excused: the node's input is taken to hold one or more graph
-quanta more there (up to STALL_FRAMES), and only blocks the node can have had are tried: silence
-(the player late in that cycle too), then the played blocks the recording lacks, as the played file
-has them, never blocks the recording already has, and exactly as many as the recorded input shows
-missing where it shows that. The recording's row right at such a place may also hold the last lost
-call's output (pw-record took that port buffer again) or silence on some outputs (it got no buffer
-from them). An event counts only if the model then explains the output at float precision from that
-point for at least a quantum; of those, the one that explains it longest wins (best: for the IR's
-length, up to the next event or the end). After a late cycle pw-record also sometimes gets no buffer
-from one of the node's ports: that output is exact silence for one cycle while the others are
-right; modelled as silence there. Anything else is a glitch (a block the node never processed, say,
-because it ran too late): start and length of a run of wrong samples; modelling goes on after it,
-and the lag at the end is measured against the model.
+output after that point still carries the lost block for one IR length. A stall of the whole machine
+loses it several cycles in a row (reproduced with a SCHED_FIFO hog on both cores: 8 ms lost 5 to 6
+cycles of 64). Around stalls and quantum changes the recording also shows (each traced inside the
+node, whose own input and output were right every time):
+- the input of a block but the node's output of the call after it, or before it;
+- no buffer from some of the node's output ports (exact silence there for one cycle), or from the
+  player's ports (its input silent, or the next block a cycle early, while the node got the blocks);
+- a played block that reached neither the node nor pw-record (the recording lacks it and the block
+  before it, which the node got);
+- after a stall PipeWire can run the node twice at one clock position; the second call gets silence
+  when the player did not run again, and pw-record may take the node's port buffer while that call
+  rewrites it (the recorded row: that call's output half written).
+Such places are modelled, not excused: the node's input is taken to hold one or more graph quanta
+more there (up to STALL_FRAMES), and only blocks the node can have had are tried: silence (the player
+late in that cycle too), then the played blocks the recording lacks, as the played file has them,
+never blocks the recording already has, and as many as the recorded input shows missing there (or
+fewer: the first ones). The simplest model that explains the output longest wins; every model must
+explain a quantum of output beyond the rows it overrides (silence matches any input). An event counts
+only if the model then explains the output at float precision from that point. A row that no model
+explains stays a glitch even when lost cycles after it are modelled (the half-written row above).
+Anything else is a glitch (a block the node never processed, say, because it ran too late): start and
+length of a run of wrong samples; modelling goes on after it, and the lag at the end is measured
+against the model.
 """
 import json
 import sys
@@ -104,13 +109,18 @@ class Reference:
                 out[: len(dry), o] += dry
         return out
 
-    def missed_block(self, recorded_next, length):
+    def missed_block(self, recorded_before, recorded_next, length, anchor="next"):
         """The played file's `length` frames just before the recorded frames `recorded_next`
-        (frames × inputs; 64 of them identify the place), or None when they are not in the file."""
+        (`anchor` "next"; when those are silence, the player late there too: as for "before"), or
+        just after `recorded_before` ("before"). Frames × inputs; 64 of them identify the place.
+        None when they are not in the file."""
         if length == 0:
             return np.zeros((0, self.ni))
-        start = self.played_position(recorded_next[:64])
-        if start is None or start < length:
+        start = self.played_position(recorded_next[:64]) if anchor == "next" else None
+        if start is None:
+            before = self.played_position(recorded_before[-64:])
+            start = None if before is None else before + 64 + length
+        if start is None or start < length or start > len(self.played):
             return None
         return self.played[start - length : start, : self.ni]
 
@@ -138,20 +148,44 @@ class Reference:
                 if len(bad) == 0:
                     break
                 at = start + int(bad[0])
-                model = self.lost_cycles(node_input, shift_points, at)
-                if model is not None:
-                    node_input, shift_points, length, kind, override = model
-                    if override:
-                        overrides.append(override)
-                    events.append({"kind": kind, "at": at, "frames": length})
-                    start = at
-                    continue
+                # The simplest model first: silence on some outputs for one cycle, nothing lost.
                 span = self.silent_cycle(mapped, at)
                 if span is not None:
                     overrides.append(span + (0,))
                     events.append({"kind": f"recording silent on output {','.join(map(str, span[2]))} for one cycle",
                                    "at": at, "frames": span[1]})
                     start = at
+                    continue
+                # Then the recorded input not the node's for a cycle or so (no shift), or lost cycles:
+                # whichever explains the output further, the simpler on a tie.
+                inputs = self.played_input_rows(node_input, shift_points, at)
+                lost = self.lost_cycles(node_input, shift_points, at)
+                if inputs is not None and (lost is None or inputs[2] >= lost[5]):
+                    node_input, length, _ = inputs
+                    events.append({"kind": "recording's input not the node's (which had the played blocks)", "at": at, "frames": length})
+                    start = at
+                    continue
+                if lost is not None:
+                    node_input, shift_points, length, kind, override, _ = lost
+                    if override:
+                        overrides.append(override)
+                    events.append({"kind": kind, "at": at, "frames": length})
+                    start = at
+                    continue
+                # Cycles lost after a row that holds the first lost call's output (pw-record took it
+                # a call late), or an output the node never finished (pw-record took its port buffer
+                # while a repeated call rewrote it): that row stays a glitch.
+                model = self.lost_cycles_after_wrong_row(node_input, shift_points, at)
+                if model is not None:
+                    node_input, shift_points, length, kind, override, _, after = model
+                    if override:
+                        overrides.append(override)
+                    row = self.first_lost_output_row(node_input, shift_points, at, after - at)
+                    if row:
+                        overrides.append(row)
+                    events.append({"kind": kind + (", the cycle before it holding the first lost call's output" if row
+                                                   else ", after a wrong row"), "at": after, "frames": length})
+                    start = after
                     continue
                 # Unexplained: a glitch. Model on after it, so that one wrong run is not taken for
                 # every sample after it.
@@ -209,7 +243,7 @@ class Reference:
         Of the candidates that explain the output from `at` on for at least one quantum, the one that
         explains it longest (the IR's length, or up to the next event) wins; the simplest, in the
         order tried, on a tie. Returns (node input, shift points, length, kind, override of the row
-        at `at` for `mapped`) or None."""
+        at `at` for `mapped`, frames explained) or None."""
         offset = sum(extra for point, extra in shift_points if point <= at)
         node_at = at + offset
         # The IR's length, or up to the end of the recording (events in the last IR length count too).
@@ -232,30 +266,84 @@ class Reference:
                     if insert < length:
                         continue
                     # The lost cycles in order: `silent` ones (the player late in them too), then
-                    # the played blocks the recording lacks (exactly those, where the recording shows them).
-                    for silent in sorted({0, 1, 2, cycles} & set(range(cycles + 1))):
-                        if lacked[delay] is not None and lacked[delay] != (cycles - silent) * quantum:
+                    # the played blocks the recording lacks (where the recording shows them): all of
+                    # them, or the first few when the others reached neither the node nor the
+                    # recording (a stalled cycle's buffer of the player's that no one took).
+                    for silent, anchor in ((s, a) for s in sorted({0, 1, 2, cycles} & set(range(cycles + 1)))
+                                           for a in ("next", "before")):
+                        wanted, known = (cycles - silent) * quantum, lacked[delay]
+                        if (anchor == "next") != (known is None or known == wanted) or (known is not None and known < wanted):
                             continue
-                        played = self.missed_block(node_input[insert : insert + 64], (cycles - silent) * quantum)
+                        played = self.missed_block(node_input[max(insert - 64, 0) : insert], node_input[insert : insert + 64],
+                                                   wanted, anchor)
                         if played is None:
                             continue
+                        neither = f", {known - wanted} played frames reached neither" if anchor == "before" else ""
                         if len(played) and np.array_equal(played, node_input[insert - len(played) : insert]):
                             continue  # the recording has these blocks: that would be the node repeating them
                         block = np.concatenate([np.zeros((silent * quantum, self.ni)), played])
                         candidate = np.concatenate([node_input[:insert], block, node_input[insert:]])
                         for override, note in overrides[delay]:
-                            if self.explained(candidate, at, node_at + length, min(window, quantum + 512), override) < quantum:
+                            # Overridden rows prove little (silence matches any input, and so does
+                            # a lost call's output that rang out): explain a quantum beyond them.
+                            needed = quantum + (override[0] if override else 0)
+                            if self.explained(candidate, at, node_at + length, min(window, needed + 512), override) < needed:
                                 continue  # a cheap first look
                             explained = self.explained(candidate, at, node_at + length, window, override)
-                            if explained > best_length and explained >= quantum:
+                            if explained > best_length and explained >= needed:
                                 kind = (f"recording lost {cycles} cycle{'s' if cycles > 1 else ''} ({silent} silent)"
-                                        + (", output one call late" if delay else "") + note)
+                                        + neither + (", output one call late" if delay else "") + note)
                                 best = (candidate, shift_points + [(at, length)], length, kind,
-                                        override and (at,) + override)
+                                        override and (at,) + override, explained)
                                 best_length = explained
                                 if explained == window:
                                     return best
         return best
+
+    def played_input_rows(self, node_input, shift_points, at):
+        """Tries 'the recording's input at `at` is not what the node got for one to three cycles'
+        (pw-record got no buffer from the player's ports, or took one a cycle early) while the node
+        got the played blocks that follow the one before. Of the candidates that explain those
+        rows at least, the one that explains the output longest wins, the shortest on a tie.
+        Returns (node input, frames replaced, frames explained) or None."""
+        offset = sum(extra for point, extra in shift_points if point <= at)
+        node_at = at + offset
+        before = self.played_position(node_input[max(node_at - 64, 0) : node_at])
+        if before is None:
+            return None
+        window = min(self.irFrames + 3 * max(self.quanta), len(self.y) - at)
+        best = None
+        for quantum in self.quanta:
+            for frames in (quantum, 2 * quantum, 3 * quantum):
+                block = self.played[before + 64 : before + 64 + frames, : self.ni]
+                if len(block) < frames or np.array_equal(block, node_input[node_at : node_at + frames]):
+                    continue
+                candidate = node_input.copy()
+                candidate[node_at : node_at + frames] = block
+                if self.explained(candidate, at, node_at, min(window, frames + 512)) < frames:
+                    continue  # a cheap first look
+                explained = self.explained(candidate, at, node_at, window)
+                if explained >= frames and (best is None or explained > best[2]):
+                    best = (candidate, frames, explained)
+        return best
+
+    def lost_cycles_after_wrong_row(self, node_input, shift_points, at):
+        """Tries 'the row at `at` is wrong for one cycle, and the recording lost cycles after it'.
+        Returns `lost_cycles`' model with where it starts, or None."""
+        for quantum in self.quanta:
+            model = self.lost_cycles(node_input, shift_points, at + quantum)
+            if model is not None:
+                return model + (at + quantum,)
+        return None
+
+    def first_lost_output_row(self, node_input, shift_points, at, quantum):
+        """The override (for `mapped`) when the recording's row at `at` holds the output of the
+        node's call after it, the first of the cycles modelled lost just after the row; else None."""
+        node_at = at + sum(extra for point, extra in shift_points if point <= at)
+        expected = self.render(node_input, node_at + quantum, node_at + 2 * quantum)
+        if len(self.y[at : at + quantum]) < quantum or np.any(np.abs(self.y[at : at + quantum] - expected) > TOLERANCE):
+            return None
+        return (at, quantum, list(range(self.no)), -quantum)
 
     def first_row_overrides(self, at, quantum, delay):
         """What the recording's row at `at` may hold instead of the model's output, as (override
@@ -303,7 +391,8 @@ class Reference:
         """The expected output per recording frame [0, rows): the output of a node that received
         `node_input` (`rendered`: already rendered), shifted by the modelled lost cycles, with the
         modelled overrides: (at, frames, outputs, back) is silence on those outputs for `back` 0, or
-        else the node's output of `back` frames earlier (a port buffer the recorder took again)."""
+        else the node's output of `back` frames earlier (a port buffer the recorder took again), or
+        for a negative `back`, later (an output the recorder took a call late)."""
         rendered = self.render(node_input) if rendered is None else rendered
         shift = self.shifts(shift_points, rows)
         expected = rendered[np.arange(rows) + shift]
