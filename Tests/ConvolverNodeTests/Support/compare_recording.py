@@ -27,7 +27,7 @@ Such places are modelled, not excused: the node's input is taken to hold one or 
 more there (up to STALL_FRAMES), and only blocks the node can have had are tried: silence (the player
 late in that cycle too), then the played blocks the recording lacks, as the played file has them,
 never blocks the recording already has, and as many as the recorded input shows missing there (or
-fewer: the first ones). The simplest model that explains the output longest wins; every model must
+all but the last one). The simplest model that explains the output longest wins; every model must
 explain a quantum of output beyond the rows it overrides (silence matches any input). An event counts
 only if the model then explains the output at float precision from that point. A row that no model
 explains stays a glitch even when lost cycles after it are modelled (the half-written row above).
@@ -109,6 +109,18 @@ class Reference:
                 out[: len(dry), o] += dry
         return out
 
+    def render_change(self, delta):
+        """The first len(delta) output frames that input frames `delta` (frames × inputs, from the
+        node's input at that place) add to every output: a short direct convolution."""
+        frames = len(delta)
+        out = np.zeros((frames, self.no))
+        for o, routes in enumerate(self.routes):
+            for i, h in routes:
+                out[:, o] += self.wet * np.convolve(delta[:, i], h[:frames])[:frames]
+            if o < self.ni:
+                out[:, o] += self.dry * delta[:, o]
+        return out
+
     def missed_block(self, recorded_before, recorded_next, length, anchor="next"):
         """The played file's `length` frames just before the recorded frames `recorded_next`
         (`anchor` "next"; when those are silence, the player late there too: as for "before"), or
@@ -158,7 +170,7 @@ class Reference:
                     continue
                 # Then the recorded input not the node's for a cycle or so (no shift), or lost cycles:
                 # whichever explains the output further, the simpler on a tie.
-                inputs = self.played_input_rows(node_input, shift_points, at)
+                inputs = self.played_input_rows(node_input, shift_points, mapped, at)
                 lost = self.lost_cycles(node_input, shift_points, at)
                 if inputs is not None and (lost is None or inputs[2] >= lost[5]):
                     node_input, length, _ = inputs
@@ -267,12 +279,14 @@ class Reference:
                         continue
                     # The lost cycles in order: `silent` ones (the player late in them too), then
                     # the played blocks the recording lacks (where the recording shows them): all of
-                    # them, or the first few when the others reached neither the node nor the
+                    # them, or all but the last when that one reached neither the node nor the
                     # recording (a stalled cycle's buffer of the player's that no one took).
                     for silent, anchor in ((s, a) for s in sorted({0, 1, 2, cycles} & set(range(cycles + 1)))
                                            for a in ("next", "before")):
                         wanted, known = (cycles - silent) * quantum, lacked[delay]
-                        if (anchor == "next") != (known is None or known == wanted) or (known is not None and known < wanted):
+                        if anchor == "next" and known is not None and known != wanted:
+                            continue
+                        if anchor == "before" and (known is None or wanted == 0 or known != wanted + quantum):
                             continue
                         played = self.missed_block(node_input[max(insert - 64, 0) : insert], node_input[insert : insert + 64],
                                                    wanted, anchor)
@@ -300,7 +314,7 @@ class Reference:
                                     return best
         return best
 
-    def played_input_rows(self, node_input, shift_points, at):
+    def played_input_rows(self, node_input, shift_points, mapped, at):
         """Tries 'the recording's input at `at` is not what the node got for one to three cycles'
         (pw-record got no buffer from the player's ports, or took one a cycle early) while the node
         got the played blocks that follow the one before. Of the candidates that explain those
@@ -316,12 +330,15 @@ class Reference:
         for quantum in self.quanta:
             for frames in (quantum, 2 * quantum, 3 * quantum):
                 block = self.played[before + 64 : before + 64 + frames, : self.ni]
-                if len(block) < frames or np.array_equal(block, node_input[node_at : node_at + frames]):
+                if (len(block) < frames or len(self.y[at : at + frames]) < frames
+                        or np.array_equal(block, node_input[node_at : node_at + frames])):
+                    continue
+                # A cheap first look: the current model's output plus what the changed rows add.
+                change = self.render_change(block - node_input[node_at : node_at + frames])
+                if np.any(np.abs(self.y[at : at + frames] - mapped[at : at + frames] - change) > TOLERANCE):
                     continue
                 candidate = node_input.copy()
                 candidate[node_at : node_at + frames] = block
-                if self.explained(candidate, at, node_at, min(window, frames + 512)) < frames:
-                    continue  # a cheap first look
                 explained = self.explained(candidate, at, node_at, window)
                 if explained >= frames and (best is None or explained > best[2]):
                     best = (candidate, frames, explained)
