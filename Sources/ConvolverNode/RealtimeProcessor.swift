@@ -52,11 +52,18 @@ final class RealtimeProcessor {
     /// Fade time and curve; set by the main loop, read by the data thread at the next swap.
     private let crossfadeSecondsBits: Atomic<UInt64>
     private let crossfadeEqualPower: Atomic<Bool>
-    /// Largest call the crossfade covers (PipeWire's max quantum); a longer call ends the fade.
+    /// Largest call the staging and the crossfade cover (PipeWire's max quantum); a longer call
+    /// is computed in the port buffers and ends a fade.
     static let fadeCapacity = 8192
     /// The old engine's output during a fade: `outputCount` buffers of `fadeCapacity` frames.
     private let fadeStorage: UnsafeMutablePointer<Float>
     private let fadeBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// The engine's output, staged here and written to the port buffers in one last pass: after a
+    /// stall PipeWire 0.3.65 can run the node twice at one clock position while the next node
+    /// already reads the port buffer of the first run, and a block computed in place would reach
+    /// it half written (traced: the head and the shorter levels without the longest).
+    private let stagedStorage: UnsafeMutablePointer<Float>
+    private let stagedBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
     /// Swaps done and swaps that were crossfaded (main loop reads them for statistics).
     let swaps = Atomic<Int>(0)
     let crossfades = Atomic<Int>(0)
@@ -106,6 +113,10 @@ final class RealtimeProcessor {
         fadeStorage.initialize(repeating: 0, count: outputCount * Self.fadeCapacity)
         fadeBuffers = .allocate(capacity: outputCount)
         for channel in 0..<outputCount { (fadeBuffers + channel).initialize(to: fadeStorage + channel * Self.fadeCapacity) }
+        stagedStorage = .allocate(capacity: outputCount * Self.fadeCapacity)
+        stagedStorage.initialize(repeating: 0, count: outputCount * Self.fadeCapacity)
+        stagedBuffers = .allocate(capacity: outputCount)
+        for channel in 0..<outputCount { (stagedBuffers + channel).initialize(to: stagedStorage + channel * Self.fadeCapacity) }
         inputPorts = .allocate(capacity: inputCount)
         inputPorts.initialize(repeating: nil, count: inputCount)
         outputPorts = .allocate(capacity: outputCount)
@@ -128,6 +139,8 @@ final class RealtimeProcessor {
         outputBuffers.deallocate()
         fadeStorage.deallocate()
         fadeBuffers.deallocate()
+        stagedStorage.deallocate()
+        stagedBuffers.deallocate()
     }
 
     /// Main loop: hands `slot` (retained here) to the data thread for its next call, or, with
@@ -242,13 +255,13 @@ final class RealtimeProcessor {
                 let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
                 slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
                                           sampleRate: Double(max(graphRate, 1)))
-                slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(outputBuffers),
-                                    frameCount: frameCount)
+                let wet = frameCount <= Self.fadeCapacity ? stagedBuffers : outputBuffers
+                slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(wet), frameCount: frameCount)
                 if fadingEngine != nil {
-                    crossfade(frameCount: frameCount, startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
-                              sampleRate: Double(max(graphRate, 1)))
+                    crossfade(into: wet, frameCount: frameCount, startNanos: startNanos,
+                              waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
                 }
-                mixDryWet(frameCount: frameCount, coefficient: slot.smoothingCoefficient)
+                mixDryWet(wet: wet, frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
             for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
@@ -276,10 +289,11 @@ final class RealtimeProcessor {
     }
 
     /// Runs the fading engine into `fadeBuffers` and mixes it into the new engine's output in
-    /// `outputBuffers`: out = new·gNew + old·gOld per sample, gNew rising 0 → 1 over `fadeLength`
+    /// `wet`: out = new·gNew + old·gOld per sample, gNew rising 0 → 1 over `fadeLength`
     /// frames (linear, or sin/cos for equal power). At the end the old engine is retired.
     /// Real-time safe: no allocation (buffers from init), no locks; one eventfd write at the end.
-    private func crossfade(frameCount: Int, startNanos: UInt64, waitLimitNanos: UInt64, sampleRate: Double) {
+    private func crossfade(into wet: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64,
+                           waitLimitNanos: UInt64, sampleRate: Double) {
         guard let fading = fadingEngine else { return }
         if frameCount <= Self.fadeCapacity {
             // Sound: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
@@ -290,7 +304,7 @@ final class RealtimeProcessor {
             let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
             let step = 1 / Float(max(fadeLength, 1))
             for channel in 0..<outputCount {
-                guard let output = outputBuffers[channel] else { continue }
+                guard let output = wet[channel] else { continue }
                 let old = fadeBuffers[channel]!
                 for frame in 0..<frameCount {
                     let progress = min(Float(fadePosition + frame) * step, 1)
@@ -324,23 +338,25 @@ final class RealtimeProcessor {
         }
     }
 
-    /// Output = wet·(engine output) + dry·input, the amounts gliding per sample to their targets
-    /// (one-pole, ~5 ms) so control changes never click. Real-time safe.
-    private func mixDryWet(frameCount: Int, coefficient: Float) {
+    /// Port output = wet·(engine output in `wet`) + dry·input, the amounts gliding per sample to
+    /// their targets (one-pole, ~5 ms) so control changes never click. `wet` may be the port
+    /// buffers themselves. Real-time safe.
+    private func mixDryWet(wet engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, coefficient: Float) {
         let (wetTarget, dryTarget) = Self.targetAmounts(gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
                                                         mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
                                                         bypass: bypassFlag.load(ordering: .relaxed))
         let steady = wetAmount == wetTarget && dryAmount == dryTarget
         for channel in 0..<outputCount {
-            guard let output = outputBuffers[channel] else { continue }
+            guard let output = outputBuffers[channel], let engineOutput = engineOutputs[channel] else { continue }
             // Dry signal: the input of the same index (none for outputs beyond the inputs).
             let input = channel < inputCount ? inputBuffers[channel] : nil
             if steady {
-                if wetAmount == 1 && dryAmount == 0 { continue }
-                if let input {
-                    for frame in 0..<frameCount { output[frame] = wetAmount * output[frame] + dryAmount * input[frame] }
+                if wetAmount == 1 && dryAmount == 0 {
+                    if engineOutput != output { output.update(from: engineOutput, count: frameCount) }
+                } else if let input {
+                    for frame in 0..<frameCount { output[frame] = wetAmount * engineOutput[frame] + dryAmount * input[frame] }
                 } else {
-                    for frame in 0..<frameCount { output[frame] = wetAmount * output[frame] }
+                    for frame in 0..<frameCount { output[frame] = wetAmount * engineOutput[frame] }
                 }
             } else {
                 // Each channel replays the same glide from the same start values.
@@ -348,7 +364,7 @@ final class RealtimeProcessor {
                 for frame in 0..<frameCount {
                     wet += (wetTarget - wet) * coefficient
                     dry += (dryTarget - dry) * coefficient
-                    output[frame] = wet * output[frame] + dry * (input?[frame] ?? 0)
+                    output[frame] = wet * engineOutput[frame] + dry * (input?[frame] ?? 0)
                 }
             }
         }
