@@ -1,5 +1,4 @@
 @testable import Convolution
-import Foundation
 import XCTest
 
 final class PartitionPlannerTests: XCTestCase {
@@ -75,29 +74,5 @@ final class PartitionPlannerTests: XCTestCase {
             return plan.tails.reduce(0) { $0 + 48000 / Double($1.blockSize) }
         }
         XCTAssertLessThan(helperJobsPerSecond(overhead: 500_000), helperJobsPerSecond(overhead: 0))
-    }
-
-    /// The measured costs kept between processes: each cost the fastest seen, only for the CPU
-    /// model they were measured on, and nothing from a file that does not read back.
-    func testCachedMachineCostsKeepTheFastestOfEachForThisCPUOnly() throws {
-        let directory = NSTemporaryDirectory() + "machine-costs-" + UUID().uuidString
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let cache = MachineCostsCache(path: directory + "/machine-costs", cpu: "CPU A @ 3.0GHz")
-        XCTAssertNil(cache.load(), "nothing saved yet")
-        cache.save(MachineCosts(fftPairNanoseconds: [64: 100, 128: 300], multiplyAddNanosecondsPerBinCached: 2,
-                                multiplyAddNanosecondsPerBinStreaming: 5))
-        let merged = MachineCosts(fftPairNanoseconds: [64: 80, 256: 900], multiplyAddNanosecondsPerBinCached: 3,
-                                  multiplyAddNanosecondsPerBinStreaming: 4).fastest(with: cache.load())
-        XCTAssertEqual(merged.fftPairNanoseconds, [64: 80, 128: 300, 256: 900])
-        XCTAssertEqual(merged.multiplyAddNanosecondsPerBinCached, 2)
-        XCTAssertEqual(merged.multiplyAddNanosecondsPerBinStreaming, 4)
-
-        XCTAssertNil(MachineCostsCache(path: cache.path, cpu: "CPU B").load(), "costs of another CPU model")
-        for corrupt in ["cpu CPU A @ 3.0GHz\nfft 64 fast\nmultiply-add-cached 2\nmultiply-add-streaming 5\n",
-                        "cpu CPU A @ 3.0GHz\nfft 64 100\nmultiply-add-cached -1\nmultiply-add-streaming 5\n",
-                        "cpu CPU A @ 3.0GHz\nfft 64 100\n"] {
-            try corrupt.write(toFile: cache.path, atomically: true, encoding: .utf8)
-            XCTAssertNil(cache.load(), corrupt)
-        }
     }
 }

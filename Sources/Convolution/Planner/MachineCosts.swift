@@ -26,29 +26,8 @@ public struct MachineCosts: Sendable {
                                                           : multiplyAddNanosecondsPerBinCached)
     }
 
-    /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
-    /// then merged with the fastest costs this CPU gave before (`MachineCostsCache`). A timing only
-    /// errs slow (the machine busy meanwhile), so the fastest is the truest; and the planner then
-    /// picks the same plan in every process, where one process's timings alone made 10 s / 256
-    /// plans differ from process to process on this VM.
-    public static let measured: MachineCosts = {
-        let cache = MachineCostsCache()
-        let costs = measure(fftSizes: (6...15).map { 1 << $0 }).fastest(with: cache.load())
-        cache.save(costs)
-        return costs
-    }()
-
-    /// Each cost the smaller of the two; an FFT size only one of them has is kept.
-    func fastest(with other: MachineCosts?) -> MachineCosts {
-        guard let other else { return self }
-        var ffts = fftPairNanoseconds
-        for (size, time) in other.fftPairNanoseconds { ffts[size] = min(ffts[size] ?? time, time) }
-        return MachineCosts(fftPairNanoseconds: ffts,
-                            multiplyAddNanosecondsPerBinCached: min(multiplyAddNanosecondsPerBinCached,
-                                                                    other.multiplyAddNanosecondsPerBinCached),
-                            multiplyAddNanosecondsPerBinStreaming: min(multiplyAddNanosecondsPerBinStreaming,
-                                                                       other.multiplyAddNanosecondsPerBinStreaming))
-    }
+    /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom).
+    public static let measured: MachineCosts = measure(fftSizes: (6...15).map { 1 << $0 })
 
     public static func measure(fftSizes: [Int]) -> MachineCosts {
         var fftTimes: [Int: Double] = [:]
