@@ -18,7 +18,7 @@ import Workgroup
 /// engine is freed only after the data thread has let go of it, and no call sees a half-made one.
 ///
 /// Crossfade: the replaced engine is not retired at once. For `crossfadeSeconds` both engines run
-/// side by side (the old one into `fadeBuffers`, allocated here for up to `fadeCapacity` frames)
+/// side by side (the old one into `fadeBuffers`, allocated here for up to `bufferedCallCapacity` frames)
 /// and the output glides old → new per sample; then the old engine goes to `retiredEngine`.
 /// A new pending engine waits until the fade in progress has finished.
 ///
@@ -54,8 +54,8 @@ final class RealtimeProcessor {
     private let crossfadeEqualPower: Atomic<Bool>
     /// Largest call the staging and the crossfade cover (PipeWire's max quantum); a longer call
     /// is computed in the port buffers and ends a fade.
-    static let fadeCapacity = 8192
-    /// The old engine's output during a fade: `outputCount` buffers of `fadeCapacity` frames.
+    static let bufferedCallCapacity = 8192
+    /// The old engine's output during a fade: `outputCount` buffers of `bufferedCallCapacity` frames.
     private let fadeStorage: UnsafeMutablePointer<Float>
     private let fadeBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
     /// The engine's output, staged here and written to the port buffers in one last pass: after a
@@ -109,14 +109,8 @@ final class RealtimeProcessor {
         self.outputCount = outputCount
         crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
-        fadeStorage = .allocate(capacity: outputCount * Self.fadeCapacity)
-        fadeStorage.initialize(repeating: 0, count: outputCount * Self.fadeCapacity)
-        fadeBuffers = .allocate(capacity: outputCount)
-        for channel in 0..<outputCount { (fadeBuffers + channel).initialize(to: fadeStorage + channel * Self.fadeCapacity) }
-        stagedStorage = .allocate(capacity: outputCount * Self.fadeCapacity)
-        stagedStorage.initialize(repeating: 0, count: outputCount * Self.fadeCapacity)
-        stagedBuffers = .allocate(capacity: outputCount)
-        for channel in 0..<outputCount { (stagedBuffers + channel).initialize(to: stagedStorage + channel * Self.fadeCapacity) }
+        (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
+        (stagedStorage, stagedBuffers) = Self.callBuffers(channels: outputCount)
         inputPorts = .allocate(capacity: inputCount)
         inputPorts.initialize(repeating: nil, count: inputCount)
         outputPorts = .allocate(capacity: outputCount)
@@ -141,6 +135,16 @@ final class RealtimeProcessor {
         fadeBuffers.deallocate()
         stagedStorage.deallocate()
         stagedBuffers.deallocate()
+    }
+
+    /// `channels` zeroed buffers of `bufferedCallCapacity` frames: one storage, and a pointer per channel.
+    private static func callBuffers(channels: Int)
+        -> (storage: UnsafeMutablePointer<Float>, buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>) {
+        let storage = UnsafeMutablePointer<Float>.allocate(capacity: channels * bufferedCallCapacity)
+        storage.initialize(repeating: 0, count: channels * bufferedCallCapacity)
+        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: channels)
+        for channel in 0..<channels { (buffers + channel).initialize(to: storage + channel * bufferedCallCapacity) }
+        return (storage, buffers)
     }
 
     /// Main loop: hands `slot` (retained here) to the data thread for its next call, or, with
@@ -255,13 +259,13 @@ final class RealtimeProcessor {
                 let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
                 slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
                                           sampleRate: Double(max(graphRate, 1)))
-                let wet = frameCount <= Self.fadeCapacity ? stagedBuffers : outputBuffers
-                slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(wet), frameCount: frameCount)
+                let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
+                slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(engineOutputs), frameCount: frameCount)
                 if fadingEngine != nil {
-                    crossfade(into: wet, frameCount: frameCount, startNanos: startNanos,
+                    crossfade(into: engineOutputs, frameCount: frameCount, startNanos: startNanos,
                               waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
                 }
-                mixDryWet(wet: wet, frameCount: frameCount, coefficient: slot.smoothingCoefficient)
+                mixDryWet(from: engineOutputs, frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
             for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
@@ -289,13 +293,13 @@ final class RealtimeProcessor {
     }
 
     /// Runs the fading engine into `fadeBuffers` and mixes it into the new engine's output in
-    /// `wet`: out = new·gNew + old·gOld per sample, gNew rising 0 → 1 over `fadeLength`
+    /// `engineOutputs`: out = new·gNew + old·gOld per sample, gNew rising 0 → 1 over `fadeLength`
     /// frames (linear, or sin/cos for equal power). At the end the old engine is retired.
     /// Real-time safe: no allocation (buffers from init), no locks; one eventfd write at the end.
-    private func crossfade(into wet: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64,
+    private func crossfade(into engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64,
                            waitLimitNanos: UInt64, sampleRate: Double) {
         guard let fading = fadingEngine else { return }
-        if frameCount <= Self.fadeCapacity {
+        if frameCount <= Self.bufferedCallCapacity {
             // Sound: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
             Unmanaged<EngineSlot>.fromOpaque(fading)._withUnsafeGuaranteedRef { old in
                 old.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: sampleRate)
@@ -304,7 +308,7 @@ final class RealtimeProcessor {
             let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
             let step = 1 / Float(max(fadeLength, 1))
             for channel in 0..<outputCount {
-                guard let output = wet[channel] else { continue }
+                guard let output = engineOutputs[channel] else { continue }
                 let old = fadeBuffers[channel]!
                 for frame in 0..<frameCount {
                     let progress = min(Float(fadePosition + frame) * step, 1)
@@ -338,10 +342,10 @@ final class RealtimeProcessor {
         }
     }
 
-    /// Port output = wet·(engine output in `wet`) + dry·input, the amounts gliding per sample to
-    /// their targets (one-pole, ~5 ms) so control changes never click. `wet` may be the port
-    /// buffers themselves. Real-time safe.
-    private func mixDryWet(wet engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, coefficient: Float) {
+    /// Port output = wet·(engine output in `engineOutputs`) + dry·input, the amounts gliding per
+    /// sample to their targets (one-pole, ~5 ms) so control changes never click. `engineOutputs`
+    /// may be the port buffers themselves. Real-time safe.
+    private func mixDryWet(from engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, coefficient: Float) {
         let (wetTarget, dryTarget) = Self.targetAmounts(gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
                                                         mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
                                                         bypass: bypassFlag.load(ordering: .relaxed))

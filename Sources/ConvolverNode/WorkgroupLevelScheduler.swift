@@ -55,7 +55,8 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
 }
 
 extension LevelPlacement {
-    /// The node's placement (its engines plan with it, and its scheduler follows), measured live on this kind of VM (2 vCPUs; bench-live, 3 s and 10 s IRs):
+    /// The node's placement (its engines plan with it, and its scheduler follows), measured live
+    /// on this kind of VM (2 vCPUs; bench-live, 3 s and 10 s IRs):
     /// - levels due within 10 ms run inline: a helper's wake-up can take milliseconds here, and a
     ///   short level missing its deadline every so often costs more (late levels, and the data
     ///   thread waiting) than running it inline;

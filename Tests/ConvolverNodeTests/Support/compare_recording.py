@@ -242,6 +242,16 @@ class Reference:
         return results
 
     @staticmethod
+    def node_frame(shift_points, at):
+        """The node's frame that recording frame `at` holds, after the modelled lost cycles."""
+        return at + sum(extra for point, extra in shift_points if point <= at)
+
+    def window(self, at):
+        """How far a model is checked from recording frame `at`: the IR's length, or up to the end
+        of the recording (events in the last IR length count too)."""
+        return min(self.irFrames + 3 * max(self.quanta), len(self.y) - at)
+
+    @staticmethod
     def shifts(shift_points, frames):
         """Per recording frame: how many frames the node had processed beyond the recording."""
         shift = np.zeros(frames, dtype=int)
@@ -256,10 +266,8 @@ class Reference:
         explains it longest (the IR's length, or up to the next event) wins; the simplest, in the
         order tried, on a tie. Returns (node input, shift points, length, kind, override of the row
         at `at` for `mapped`, frames explained) or None."""
-        offset = sum(extra for point, extra in shift_points if point <= at)
-        node_at = at + offset
-        # The IR's length, or up to the end of the recording (events in the last IR length count too).
-        window = min(self.irFrames + 3 * max(self.quanta), len(self.y) - at)
+        node_at = self.node_frame(shift_points, at)
+        window = self.window(at)
         if window < max(self.quanta) + 512:
             return None
         best, best_length = None, 0
@@ -320,12 +328,11 @@ class Reference:
         got the played blocks that follow the one before. Of the candidates that explain those
         rows at least, the one that explains the output longest wins, the shortest on a tie.
         Returns (node input, frames replaced, frames explained) or None."""
-        offset = sum(extra for point, extra in shift_points if point <= at)
-        node_at = at + offset
+        node_at = self.node_frame(shift_points, at)
         before = self.played_position(node_input[max(node_at - 64, 0) : node_at])
         if before is None:
             return None
-        window = min(self.irFrames + 3 * max(self.quanta), len(self.y) - at)
+        window = self.window(at)
         best = None
         for quantum in self.quanta:
             for frames in (quantum, 2 * quantum, 3 * quantum):
@@ -356,7 +363,7 @@ class Reference:
     def first_lost_output_row(self, node_input, shift_points, at, quantum):
         """The override (for `mapped`) when the recording's row at `at` holds the output of the
         node's call after it, the first of the cycles modelled lost just after the row; else None."""
-        node_at = at + sum(extra for point, extra in shift_points if point <= at)
+        node_at = self.node_frame(shift_points, at)
         expected = self.render(node_input, node_at + quantum, node_at + 2 * quantum)
         if len(self.y[at : at + quantum]) < quantum or np.any(np.abs(self.y[at : at + quantum] - expected) > TOLERANCE):
             return None
