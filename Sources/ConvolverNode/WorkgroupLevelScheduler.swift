@@ -16,8 +16,8 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// ~55 µs to ~2.1 ms at 256-frame calls, 2 cores) — the opposite of "below the data thread".
     public var deadlineScheduling = false
     public var deadlineRuntimeFraction = 0.5
-    /// How many of the shortest levels run on the data thread itself, inside `post` (as the
-    /// inline scheduler does). A short level's job costs little but wakes a helper every block:
+    /// How many of the shortest levels run on the data thread itself, each job spread by the engine
+    /// over the calls of its block period. A short level's job costs little but wakes a helper every block:
     /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
     /// (measured: see the bench). 0: every level on the helpers.
     public var inlineLevelCount = 0
@@ -63,8 +63,8 @@ extension LevelPlacement {
     /// - levels whose job is at most 50 µs and 2% of the call period run inline: handing such a job
     ///   to a helper cost about as much CPU as the job (`pw-convolver bench --threads auto
     ///   --inline-levels 1`: 3 s IR, 256-frame calls, its 1024-frame level inline cut the CPU of
-    ///   all threads by about a tenth, 47 jobs a second); the fraction bounds what a job adds to
-    ///   the one call it lands in;
+    ///   all threads by about a tenth, 47 jobs a second); the engine spreads a job over the calls
+    ///   of its block period, and the fraction bounds what one piece of it (an FFT) adds to a call;
     /// - a helper job costs 150-350 µs of CPU beyond its hot-loop estimate (the node's CPU, plans
     ///   forced one at a time, 20 s runs: at 3 s / 1024, 1024x16 | 8192x16 with 6 helper jobs a
     ///   second took 1.24-1.28% against 1.50-1.58% for 1024x4 | 2048x14 | 16384x7 with 26, which
@@ -111,8 +111,9 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// The pool whose statistics are reported: the running one, or the last one after `stop()`.
     private var reportedPool: JobPool?
     private var levels: [LevelSchedule] = []
-    /// Levels below this run inline in `post`; level `k` above it is pool queue `k - inlineLevelCount`.
-    private var inlineLevelCount = 0
+    /// Levels below this run on the data thread, spread over the calls by the engine; level `k`
+    /// above it is pool queue `k - dataThreadLevelCount`.
+    public private(set) var dataThreadLevelCount = 0
     // SAFETY: as in InlineScheduler: the engine calls `stop()` (deinit) before it is freed, and
     // `stop()` joins every helper first.
     private unowned(unsafe) var runner: (any LevelJobRunner)?
@@ -196,8 +197,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         reportedSplitPool = nil
         self.runner = runner
         self.levels = levels
-        inlineLevelCount = configuration.dataThreadLevelCount(levels)
-        let pooledLevels = levels.dropFirst(inlineLevelCount)
+        dataThreadLevelCount = configuration.dataThreadLevelCount(levels)
+        let pooledLevels = levels.dropFirst(dataThreadLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
         poolConfiguration.threadCount = configuration.threadCount
@@ -214,24 +215,21 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         reportedPool = pool
     }
 
-    /// Real-time safe: records the job and posts a semaphore; never blocks. Inline levels run here.
+    /// Real-time safe: records the job and posts a semaphore; never blocks. (Data-thread levels
+    /// are never posted: the engine runs them.)
     public func post(level: Int, block: Int, dueInSamples: Int) {
-        if level < inlineLevelCount {
-            runner?.runLevelJob(level: level, block: block)
-            return
-        }
-        guard let pool else { return }
+        guard level >= dataThreadLevelCount, let pool else { return }
         let start = cycleStarted ? cycleStart : monotonicNanos()
         let deadline = start &+ UInt64(Double(max(dueInSamples, 1)) * nanosecondsPerSample)
-        pool.post(queue: level - inlineLevelCount, sequence: block, start: start, deadline: deadline)
+        pool.post(queue: level - dataThreadLevelCount, sequence: block, start: start, deadline: deadline)
     }
 
     /// Real-time safe: returns at once when the job is done, else waits on the level's semaphore
     /// at most until the cycle's wait limit; false counts a late level.
     public func awaitResult(level: Int, block: Int) -> Bool {
-        if level < inlineLevelCount { return true }  // ran in `post`
+        guard level >= dataThreadLevelCount else { return true }  // never posted: the engine ran it
         guard let pool else { return false }
-        return pool.awaitCompletion(queue: level - inlineLevelCount, sequence: block, until: cycleStarted ? waitLimit : .max)
+        return pool.awaitCompletion(queue: level - dataThreadLevelCount, sequence: block, until: cycleStarted ? waitLimit : .max)
     }
 
     /// Semaphore out for split part `part` (≥ 1): posts it to its helper with the cycle's wait limit
@@ -277,7 +275,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
 
     /// Helper threads: runs the engine's job. Real-time safe (the engine's job is).
     public func runJob(queue: Int, sequence: Int) {
-        runner?.runLevelJob(level: queue + inlineLevelCount, block: sequence)
+        runner?.runLevelJob(level: queue + dataThreadLevelCount, block: sequence)
     }
 
     /// Statistics so far (of the last pool after `stop()`). Not real-time safe (allocates);
@@ -295,15 +293,15 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
                                                 helpers: IntervalStatistics().snapshot(),
-                                                inlineLevelCount: inlineLevelCount, levels: [], split: split,
+                                                inlineLevelCount: dataThreadLevelCount, levels: [], split: split,
                                                 splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted, deadlineScheduling: pool.deadlineGranted,
             helpers: pool.workgroup.statistics.snapshot(),
-            inlineLevelCount: inlineLevelCount,
+            inlineLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
-                .init(blockSize: levels[queue + inlineLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
+                .init(blockSize: levels[queue + dataThreadLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
                       lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
             }, split: split, splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
     }

@@ -24,6 +24,9 @@ public final class ConvolutionEngine: LevelJobRunner {
     private let head: HeadLevel
     private let tails: [TailLevel]
     private let scheduler: any LevelJobScheduler
+    /// The shortest tail levels, which the engine runs itself on the data thread, spread over the
+    /// calls (`TailLevel.runDistributed`); the scheduler runs the others' jobs.
+    private var distributedLevelCount = 0
     /// Samples processed since the start (or the last reset).
     private var position = 0
 
@@ -48,6 +51,8 @@ public final class ConvolutionEngine: LevelJobRunner {
         let partCount = try scheduler.prepare(runner: self, levels: PartitionPlanner.tailSchedules(plan.levels, problem, .measured),
                                               split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
+        distributedLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
+        for level in tails.prefix(distributedLevelCount) { level.distributeOverCalls(routing: routing) }
     }
 
     /// Into how many parts the head's per-output work is split on each call (1: not split; part 0
@@ -77,14 +82,18 @@ public final class ConvolutionEngine: LevelJobRunner {
             head.process(inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
                          count: length, routing: routing, scheduler: scheduler)
             // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
+            for index in 0..<distributedLevelCount {
+                tails[index].runDistributed(position: position, count: length, history: history, routing: routing)
+            }
             for index in tails.indices {
                 let level = tails[index]
                 level.mixResult(into: outputs, outputOffset: done, count: length, at: position,
-                                scheduler: scheduler, schedulerLevel: index, outputCount: outputCount)
+                                scheduler: scheduler, schedulerLevel: index,
+                                awaitsJobs: index >= distributedLevelCount, outputCount: outputCount)
             }
             position += length
             done += length
-            for index in tails.indices where position % tails[index].blockSize == 0 {
+            for index in distributedLevelCount..<tails.count where position % tails[index].blockSize == 0 {
                 let level = tails[index]
                 let block = position / level.blockSize - 1
                 scheduler.post(level: index, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
@@ -582,6 +591,13 @@ final class TailLevel {
     // Data-thread state: the output block being mixed in, and whether its result came in time.
     private var mixingBlock = -1
     private var mixingBlockReady = false
+    /// A distributed level's running sums, two sets by job parity (job j's older segments are
+    /// summed while job j − 1 finishes); nil when the scheduler runs the jobs.
+    private var distributedSums: SplitSpectra?
+    /// Of the jobs in progress in this block period: units of the finishing job done (inputs'
+    /// FFTs, then outputs), and (segment, output) units of the next job summed.
+    private var finishingUnits = 0
+    private var summedUnits = 0
 
     init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
         blockSize = level.blockSize
@@ -607,30 +623,104 @@ final class TailLevel {
             let x = input * segmentCount + slot
             fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
         }
-        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
         for output in 0..<routing.outputCount {
             let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
             accReal.update(repeating: 0, count: bins)
             accImaginary.update(repeating: 0, count: bins)
-            accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
-                                segments: 0..<segmentCount, newestSlot: slot, segmentCount: segmentCount,
-                                delayLine: delayLine, filters: filters, routing: routing)
-            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
-            (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
+            // Oldest segment first, the newest block's last: the order `runDistributed` can keep.
+            var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
+            while segment >= 1 {
+                accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
+                                    segments: segment..<segment + 1, newestSlot: slot, segmentCount: segmentCount,
+                                    delayLine: delayLine, filters: filters, routing: routing)
+                segment -= 1
+            }
+            finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary,
+                         outputCount: routing.outputCount, routing: routing)
+        }
+    }
+
+    /// Adds segment 0 (the newest block) to `output`'s accumulator, inverse-transforms it and keeps
+    /// the second half as the result of job `block`. The accumulator is left undefined.
+    @inline(__always)
+    private func finishOutput(_ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
+                              accumulatorImaginary: UnsafeMutablePointer<Float>, outputCount: Int, routing: Routing) {
+        accumulateDelayLine(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary, output: output,
+                            segments: 0..<1, newestSlot: block % segmentCount, segmentCount: segmentCount,
+                            delayLine: delayLine, filters: filters, routing: routing)
+        fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer)
+        let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
+        (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
+    }
+
+    /// Makes this a data-thread level whose jobs the engine spreads over its calls (`runDistributed`)
+    /// instead of posting them. Setup only.
+    func distributeOverCalls(routing: Routing) {
+        distributedSums = SplitSpectra(count: 2 * routing.outputCount, binCount: fft.binCount)
+    }
+
+    /// A distributed level's share of the work due by the end of the call piece
+    /// `position ..< position + count` (never across one of this level's block boundaries), so that
+    /// no call carries a whole job. While input block j + 1 arrives, job j finishes: the forward FFT
+    /// of each input, then per output segment 0 and the inverse FFT; meanwhile job j + 1's older
+    /// segments are summed, newest (segment 1, block j) last. Job j is thus done one block after
+    /// its post, at the earliest the time it is due. The same additions in the same order as
+    /// `run`: bit-identical. Real-time safe.
+    func runDistributed(position: Int, count: Int, history: InputHistory, routing: Routing) {
+        guard let sums = distributedSums else { return }
+        let inputCount = routing.inputCount, outputCount = routing.outputCount
+        let receiving = position / blockSize
+        let periodStart = receiving * blockSize
+        if position == periodStart { finishingUnits = 0; summedUnits = 0 }
+        let progress = position + count - periodStart
+        let finishing = receiving - 1
+        // Units of the finishing job: inputs' forward FFTs, then outputs.
+        func finishUnit() {
+            if finishingUnits < inputCount {
+                let input = finishingUnits
+                history.read(channel: input, from: (finishing - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
+                let x = input * segmentCount + finishing % segmentCount
+                fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
+            } else {
+                let output = finishingUnits - inputCount, sum = (finishing % 2) * outputCount + output
+                finishOutput(output, block: finishing, accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum),
+                             outputCount: outputCount, routing: routing)
+                sums.real(sum).update(repeating: 0, count: sums.paddedBinCount)  // ready for job `finishing + 2`
+                sums.imaginary(sum).update(repeating: 0, count: sums.paddedBinCount)
+            }
+            finishingUnits += 1
+        }
+        if finishing >= 0 {
+            let target = ((inputCount + outputCount) * progress + blockSize - 1) / blockSize
+            while finishingUnits < target { finishUnit() }
+        }
+        // Units of the next job: (segment, output), segment-major from the oldest segment down.
+        let units = outputCount * (segmentCount - 1)
+        let target = (units * progress + blockSize - 1) / blockSize
+        while summedUnits < target {
+            let segment = segmentCount - 1 - summedUnits / outputCount, output = summedUnits % outputCount
+            if segment == 1 { while finishing >= 0 && finishingUnits < inputCount { finishUnit() } }  // block j's spectra
+            let sum = (receiving % 2) * outputCount + output
+            accumulateDelayLine(accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum), output: output,
+                                segments: segment..<segment + 1, newestSlot: receiving % segmentCount,
+                                segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
+            summedUnits += 1
         }
     }
 
     /// Adds this level's output for stream samples `position ..< position + count` (within one
-    /// head block), awaiting the job that computed it when a new output block starts.
+    /// head block), awaiting the job that computed it when a new output block starts (unless a
+    /// distributed level's, done by then).
     /// Real-time safe; the wait is the scheduler's, bounded.
     func mixResult(into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
-                   at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, outputCount: Int) {
+                   at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
+                   outputCount: Int) {
         let delayed = position - offset
         guard delayed >= 0 else { return }  // before the first output this level contributes to
         let block = delayed / blockSize
         if block != mixingBlock {
             mixingBlock = block
-            mixingBlockReady = scheduler.awaitResult(level: schedulerLevel, block: block)
+            mixingBlockReady = !awaitsJobs || scheduler.awaitResult(level: schedulerLevel, block: block)
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
         let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
@@ -645,7 +735,10 @@ final class TailLevel {
     func reset() {
         delayLine.zero()
         results.zero()
+        distributedSums?.zero()
         mixingBlock = -1
         mixingBlockReady = false
+        finishingUnits = 0
+        summedUnits = 0
     }
 }

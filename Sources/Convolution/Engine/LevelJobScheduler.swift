@@ -80,6 +80,10 @@ public protocol LevelJobScheduler: AnyObject {
     func awaitResult(level: Int, block: Int) -> Bool
     /// Stops running jobs for the current runner (before the engine is freed or rebuilt).
     func stop()
+    /// How many of the shortest levels the engine runs itself on the data thread, each job spread
+    /// over the calls of its block period instead of posted (known after `prepare`): no call then
+    /// carries a whole job. Their jobs are never posted nor awaited.
+    var dataThreadLevelCount: Int { get }
 
     /// Setup with a split offer: as `prepare(runner:levels:)`, then returns into how many parts
     /// (1 = no split) the data thread's share is cut on each call. Part 0 always runs on the data
@@ -96,6 +100,8 @@ public protocol LevelJobScheduler: AnyObject {
 }
 
 extension LevelJobScheduler {
+    /// Default: the scheduler runs every level.
+    public var dataThreadLevelCount: Int { 0 }
     /// Default: no split.
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
         try prepare(runner: runner, levels: levels)
@@ -109,8 +115,10 @@ extension LevelJobScheduler {
 /// reference for the threaded schedulers: their output must equal this one's.
 public final class InlineScheduler: LevelJobScheduler {
     private unowned(unsafe) var runner: (any LevelJobRunner)?
+    /// Levels the engine spreads over its calls instead (tests of that path; default none).
+    public let dataThreadLevelCount: Int
 
-    public init() {}
+    public init(dataThreadLevelCount: Int = 0) { self.dataThreadLevelCount = dataThreadLevelCount }
 
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
         self.runner = runner
