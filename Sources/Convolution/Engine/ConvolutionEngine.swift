@@ -595,7 +595,7 @@ final class TailLevel {
     /// summed while job j − 1 finishes); nil when the scheduler runs the jobs.
     private var distributedSums: SplitSpectra?
     /// Of the jobs in progress in this block period: units of the finishing job done (inputs'
-    /// FFTs, then outputs), and (segment, output) units of the next job summed.
+    /// FFTs, then outputs), and (output, segment) units of the next job summed.
     private var finishingUnits = 0
     private var summedUnits = 0
 
@@ -618,11 +618,7 @@ final class TailLevel {
     func run(block: Int, history: InputHistory, routing: Routing) {
         let bins = delayLine.paddedBinCount
         let slot = block % segmentCount
-        for input in 0..<routing.inputCount {
-            history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
-            let x = input * segmentCount + slot
-            fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
-        }
+        for input in 0..<routing.inputCount { transformInput(input, block: block, history: history) }
         for output in 0..<routing.outputCount {
             let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
             accReal.update(repeating: 0, count: bins)
@@ -638,6 +634,14 @@ final class TailLevel {
             finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary,
                          outputCount: routing.outputCount, routing: routing)
         }
+    }
+
+    /// Input `input`'s window of job `block` (its previous and its own block) into the delay line.
+    @inline(__always)
+    private func transformInput(_ input: Int, block: Int, history: InputHistory) {
+        history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
+        let x = input * segmentCount + block % segmentCount
+        fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
     }
 
     /// Adds segment 0 (the newest block) to `output`'s accumulator, inverse-transforms it and keeps
@@ -663,7 +667,7 @@ final class TailLevel {
     /// `position ..< position + count` (never across one of this level's block boundaries), so that
     /// no call carries a whole job. While input block j + 1 arrives, job j finishes: the forward FFT
     /// of each input, then per output segment 0 and the inverse FFT; meanwhile job j + 1's older
-    /// segments are summed, newest (segment 1, block j) last. Job j is thus done one block after
+    /// segments are summed, per output the newest (segment 1, block j) last. Job j is thus done one block after
     /// its post, at the earliest the time it is due. The same additions in the same order as
     /// `run`: bit-identical. Real-time safe.
     func runDistributed(position: Int, count: Int, history: InputHistory, routing: Routing) {
@@ -677,10 +681,7 @@ final class TailLevel {
         // Units of the finishing job: inputs' forward FFTs, then outputs.
         func finishUnit() {
             if finishingUnits < inputCount {
-                let input = finishingUnits
-                history.read(channel: input, from: (finishing - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
-                let x = input * segmentCount + finishing % segmentCount
-                fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
+                transformInput(finishingUnits, block: finishing, history: history)
             } else {
                 let output = finishingUnits - inputCount, sum = (finishing % 2) * outputCount + output
                 finishOutput(output, block: finishing, accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum),
@@ -694,11 +695,12 @@ final class TailLevel {
             let target = ((inputCount + outputCount) * progress + blockSize - 1) / blockSize
             while finishingUnits < target { finishUnit() }
         }
-        // Units of the next job: (segment, output), segment-major from the oldest segment down.
-        let units = outputCount * (segmentCount - 1)
-        let target = (units * progress + blockSize - 1) / blockSize
+        // Units of the next job: (output, segment), output-major so that a call's units mostly add
+        // into one accumulator (it stays in cache), each output's segments from the oldest down.
+        let olderSegments = segmentCount - 1
+        let target = (outputCount * olderSegments * progress + blockSize - 1) / blockSize
         while summedUnits < target {
-            let segment = segmentCount - 1 - summedUnits / outputCount, output = summedUnits % outputCount
+            let output = summedUnits / olderSegments, segment = olderSegments - summedUnits % olderSegments
             if segment == 1 { while finishing >= 0 && finishingUnits < inputCount { finishUnit() } }  // block j's spectra
             let sum = (receiving % 2) * outputCount + output
             accumulateDelayLine(accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum), output: output,
