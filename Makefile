@@ -14,7 +14,7 @@ PYTHON ?= /usr/bin/python3
 export PYTHON
 
 DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libpipewire-0.3-modules \
-	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox
+	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox wireplumber
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: deps build test demo bench bench-live soak clean install uninstall
