@@ -240,7 +240,8 @@ final class ConvolutionEngineTests: XCTestCase {
             let callSizes = (0..<12).map { _ in callSizeChoices.randomElement(using: &generator)! }
             let expected = run(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: callSizes)
             let tailCount = try ConvolutionEngine(matrix: matrix, configuration: configuration).plan.tails.count
-            XCTAssertGreaterThan(tailCount, 1, "trial \(trial): the plan has too few tail levels to test")
+            // The fixed plans have several tail levels; the planner's (machine-dependent) at least one.
+            XCTAssertGreaterThan(tailCount, trial % 3 == 2 ? 0 : 1, "trial \(trial): the plan has too few tail levels to test")
             for spread in 1...tailCount {
                 let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration,
                                                    scheduler: InlineScheduler(dataThreadLevelCount: spread))

@@ -24,9 +24,10 @@ public final class ConvolutionEngine: LevelJobRunner {
     private let head: HeadLevel
     private let tails: [TailLevel]
     private let scheduler: any LevelJobScheduler
-    /// The shortest tail levels, which the engine runs itself on the data thread, spread over the
-    /// calls (`TailLevel.runDistributed`); the scheduler runs the others' jobs.
-    private var distributedLevelCount = 0
+    /// How many of the shortest tail levels the engine runs itself on the data thread, each job
+    /// spread over the calls of its block period (`TailLevel.runSpreadShare`); the scheduler runs
+    /// the other levels' jobs.
+    private var spreadLevelCount = 0
     /// Samples processed since the start (or the last reset).
     private var position = 0
 
@@ -51,8 +52,8 @@ public final class ConvolutionEngine: LevelJobRunner {
         let partCount = try scheduler.prepare(runner: self, levels: PartitionPlanner.tailSchedules(plan.levels, problem, .measured),
                                               split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
-        distributedLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
-        for level in tails.prefix(distributedLevelCount) { level.distributeOverCalls(routing: routing) }
+        spreadLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
+        for level in tails.prefix(spreadLevelCount) { level.spreadOverCalls(routing: routing) }
     }
 
     /// Into how many parts the head's per-output work is split on each call (1: not split; part 0
@@ -82,18 +83,18 @@ public final class ConvolutionEngine: LevelJobRunner {
             head.process(inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
                          count: length, routing: routing, scheduler: scheduler)
             // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
-            for index in 0..<distributedLevelCount {
-                tails[index].runDistributed(position: position, count: length, history: history, routing: routing)
+            for index in 0..<spreadLevelCount {
+                tails[index].runSpreadShare(position: position, count: length, history: history, routing: routing)
             }
             for index in tails.indices {
                 let level = tails[index]
                 level.mixResult(into: outputs, outputOffset: done, count: length, at: position,
                                 scheduler: scheduler, schedulerLevel: index,
-                                awaitsJobs: index >= distributedLevelCount, outputCount: outputCount)
+                                awaitsJobs: index >= spreadLevelCount, outputCount: outputCount)
             }
             position += length
             done += length
-            for index in distributedLevelCount..<tails.count where position % tails[index].blockSize == 0 {
+            for index in spreadLevelCount..<tails.count where position % tails[index].blockSize == 0 {
                 let level = tails[index]
                 let block = position / level.blockSize - 1
                 scheduler.post(level: index, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
@@ -591,9 +592,9 @@ final class TailLevel {
     // Data-thread state: the output block being mixed in, and whether its result came in time.
     private var mixingBlock = -1
     private var mixingBlockReady = false
-    /// A distributed level's running sums, two sets by job parity (job j's older segments are
+    /// A spread level's running sums, two sets by job parity (job j's older segments are
     /// summed while job j − 1 finishes); nil when the scheduler runs the jobs.
-    private var distributedSums: SplitSpectra?
+    private var spreadSums: SplitSpectra?
     /// Of the jobs in progress in this block period: units of the finishing job done (inputs'
     /// FFTs, then outputs), and (output, segment) units of the next job summed.
     private var finishingUnits = 0
@@ -623,7 +624,7 @@ final class TailLevel {
             let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
             accReal.update(repeating: 0, count: bins)
             accImaginary.update(repeating: 0, count: bins)
-            // Oldest segment first, the newest block's last: the order `runDistributed` can keep.
+            // Oldest segment first, the newest block's last: the order `runSpreadShare` can keep.
             var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
             while segment >= 1 {
                 accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
@@ -657,21 +658,21 @@ final class TailLevel {
         (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
     }
 
-    /// Makes this a data-thread level whose jobs the engine spreads over its calls (`runDistributed`)
+    /// Makes this a data-thread level whose jobs the engine spreads over its calls (`runSpreadShare`)
     /// instead of posting them. Setup only.
-    func distributeOverCalls(routing: Routing) {
-        distributedSums = SplitSpectra(count: 2 * routing.outputCount, binCount: fft.binCount)
+    func spreadOverCalls(routing: Routing) {
+        spreadSums = SplitSpectra(count: 2 * routing.outputCount, binCount: fft.binCount)
     }
 
-    /// A distributed level's share of the work due by the end of the call piece
+    /// A spread level's share of the work due by the end of the call piece
     /// `position ..< position + count` (never across one of this level's block boundaries), so that
     /// no call carries a whole job. While input block j + 1 arrives, job j finishes: the forward FFT
     /// of each input, then per output segment 0 and the inverse FFT; meanwhile job j + 1's older
-    /// segments are summed, per output the newest (segment 1, block j) last. Job j is thus done one block after
-    /// its post, at the earliest the time it is due. The same additions in the same order as
-    /// `run`: bit-identical. Real-time safe.
-    func runDistributed(position: Int, count: Int, history: InputHistory, routing: Routing) {
-        guard let sums = distributedSums else { return }
+    /// segments are summed, per output the newest (segment 1, block j) last. Job j is thus done
+    /// one block after its post, at the earliest the time it is due. The same additions in the
+    /// same order as `run`: bit-identical. Real-time safe.
+    func runSpreadShare(position: Int, count: Int, history: InputHistory, routing: Routing) {
+        guard let sums = spreadSums else { return }
         let inputCount = routing.inputCount, outputCount = routing.outputCount
         let receiving = position / blockSize
         let periodStart = receiving * blockSize
@@ -712,7 +713,7 @@ final class TailLevel {
 
     /// Adds this level's output for stream samples `position ..< position + count` (within one
     /// head block), awaiting the job that computed it when a new output block starts (unless a
-    /// distributed level's, done by then).
+    /// spread level's, done by then).
     /// Real-time safe; the wait is the scheduler's, bounded.
     func mixResult(into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
                    at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
@@ -737,7 +738,7 @@ final class TailLevel {
     func reset() {
         delayLine.zero()
         results.zero()
-        distributedSums?.zero()
+        spreadSums?.zero()
         mixingBlock = -1
         mixingBlockReady = false
         finishingUnits = 0
