@@ -80,7 +80,9 @@ final class TopCommandTests: XCTestCase {
             XCTAssertGreaterThan(Double(row.cycles), 0.5 * expectedCycles, output)
             XCTAssertLessThan(Double(row.cycles), 1.2 * expectedCycles, output)
             XCTAssertGreaterThan(row.busyMax, 0, output)
-            XCTAssertLessThanOrEqual(row.busyAverage, row.busyP99 + 1e-9, output)
+            // Not average ≤ p99: one outlier among a few hundred cycles lifts the average above it
+            // (CI: Dummy-Driver average 0.8 µs, p99 0.7 µs, max 132.3 µs over 265 cycles).
+            XCTAssertLessThanOrEqual(row.busyAverage, row.busyMax + 1e-9, output)
             XCTAssertLessThanOrEqual(row.busyP99, row.busyMax, output)
             XCTAssertLessThanOrEqual(row.waitP99, row.waitMax, output)
             // Copying noise takes far less than a cycle (10.7 ms): nearly all cycles are on time.
