@@ -222,15 +222,9 @@ final class ConvolutionEngineTests: XCTestCase {
         for trial in 0..<6 {
             let inputCount = Int.random(in: 1...2, using: &generator)
             let outputCount = Int.random(in: 1...3, using: &generator)
-            var entries: [ConvolutionMatrix.Entry] = []
-            for output in 0..<outputCount {
-                for input in 0..<inputCount where trial % 2 == 0 || input == output % inputCount {
-                    entries.append(.init(input: input, output: output,
-                                         impulse: [Float].noise(Int.random(in: 300...4608, using: &generator), using: &generator)))
-                }
-            }
-            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
-            let length = entries.map(\.impulse.count).max()!
+            let matrix = randomMatrix(inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
+                                      impulseLengths: 300...4608, using: &generator)
+            let length = matrix.entries.map(\.impulse.count).max()!
             let configuration = switch trial % 3 {
             case 0: manyLevelConfiguration(impulseLength: length)
             case 1: EngineConfiguration(fixedPlan: singleSegmentPlan)
@@ -247,8 +241,8 @@ final class ConvolutionEngineTests: XCTestCase {
                                                    scheduler: InlineScheduler(dataThreadLevelCount: spread))
                 let actual = run(engine, inputs, callSizes: callSizes)
                 for output in 0..<outputCount {
-                    let mismatch = actual[output].indices.first { actual[output][$0].bitPattern != expected[output][$0].bitPattern }
-                    XCTAssertNil(mismatch, "trial \(trial), \(spread) spread, output \(output), plan \(engine.plan), calls \(callSizes)")
+                    XCTAssertNil(firstBitDifference(actual[output], expected[output]),
+                                 "trial \(trial), \(spread) spread, output \(output), plan \(engine.plan), calls \(callSizes)")
                 }
             }
             assertMatchesDirectConvolution(matrix, try ConvolutionEngine(matrix: matrix, configuration: configuration,
@@ -267,15 +261,9 @@ final class ConvolutionEngineTests: XCTestCase {
         for trial in 0..<5 {
             let inputCount = Int.random(in: 1...3, using: &generator)
             let outputCount = Int.random(in: 2...5, using: &generator)
-            var entries: [ConvolutionMatrix.Entry] = []
-            for output in 0..<outputCount {
-                for input in 0..<inputCount where trial % 2 == 0 || input == output % inputCount {
-                    entries.append(.init(input: input, output: output,
-                                         impulse: [Float].noise(Int.random(in: 100...9000, using: &generator), using: &generator)))
-                }
-            }
-            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
-            let length = entries.map(\.impulse.count).max()!
+            let matrix = randomMatrix(inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
+                                      impulseLengths: 100...9000, using: &generator)
+            let length = matrix.entries.map(\.impulse.count).max()!
             let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: length)
                 : EngineConfiguration(expectedBlockSize: 128, maxPartitionSize: 2048)
             let inputs = (0..<inputCount).map { _ in [Float].noise(length + 3000, using: &generator) }
@@ -290,8 +278,8 @@ final class ConvolutionEngineTests: XCTestCase {
                 XCTAssertGreaterThan(scheduler.partsRun, 0)
                 XCTAssertGreaterThan(scheduler.partsRefused, 0)
                 for output in 0..<outputCount {
-                    let mismatch = actual[output].indices.first { actual[output][$0].bitPattern != expected[output][$0].bitPattern }
-                    XCTAssertNil(mismatch, "trial \(trial), \(parts) parts, output \(output), plan \(engine.plan), calls \(callSizes)")
+                    XCTAssertNil(firstBitDifference(actual[output], expected[output]),
+                                 "trial \(trial), \(parts) parts, output \(output), plan \(engine.plan), calls \(callSizes)")
                 }
             }
             assertMatchesDirectConvolution(matrix, try ConvolutionEngine(matrix: matrix, configuration: configuration,

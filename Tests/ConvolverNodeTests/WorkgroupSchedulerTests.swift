@@ -266,7 +266,7 @@ final class WorkgroupEngineTests: XCTestCase {
             XCTAssertEqual(statistics.inlineLevelCount + statistics.levels.count, engine.plan.tails.count)
             XCTAssertGreaterThan(statistics.helpers.intervals, 0, "no job ran on the helpers")
             for output in 0..<outputCount {
-                let mismatch = actual[output].indices.first { actual[output][$0].bitPattern != expected[output][$0].bitPattern }
+                let mismatch = firstBitDifference(actual[output], expected[output])
                 XCTAssertNil(mismatch, "trial \(trial), output \(output), plan \(engine.plan), calls \(callSizes): "
                              + "first difference at \(mismatch ?? -1)")
             }
@@ -379,12 +379,6 @@ func splitConfiguration(splitThreads: Int, takeBack: Bool) -> WorkgroupScheduler
     return configuration
 }
 
-/// First sample index where two signals differ in bits, or nil.
-func firstBitDifference(_ actual: [Float], _ expected: [Float], outside excluded: [Range<Int>] = []) -> Int? {
-    actual.indices.first { n in
-        actual[n].bitPattern != expected[n].bitPattern && !excluded.contains { $0.contains(n) }
-    }
-}
 
 final class WorkgroupSplitTests: XCTestCase {
     /// Split on: every output of the head is computed by the same code in the same summation order,
@@ -396,15 +390,9 @@ final class WorkgroupSplitTests: XCTestCase {
         for trial in 0..<6 {
             let inputCount = Int.random(in: 1...4, using: &generator)
             let outputCount = Int.random(in: 2...6, using: &generator)
-            var entries: [ConvolutionMatrix.Entry] = []
-            for output in 0..<outputCount {
-                for input in 0..<inputCount where trial % 2 == 1 || input == output % inputCount {
-                    entries.append(.init(input: input, output: output,
-                                         impulse: [Float].noise(Int.random(in: 300...30000, using: &generator), using: &generator)))
-                }
-            }
-            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
-            let impulseLength = entries.map(\.impulse.count).max()!
+            let matrix = randomMatrix(inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 1,
+                                      impulseLengths: 300...30000, using: &generator)
+            let impulseLength = matrix.entries.map(\.impulse.count).max()!
             let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
                 : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
             let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
@@ -420,7 +408,7 @@ final class WorkgroupSplitTests: XCTestCase {
                 engine.stop()
                 let statistics = scheduler.statistics()
                 let split = try XCTUnwrap(statistics.split)
-                let context = "trial \(trial) (\(inputCount)x\(outputCount), \(entries.count) entries, plan \(engine.plan), "
+                let context = "trial \(trial) (\(inputCount)x\(outputCount), \(matrix.entries.count) entries, plan \(engine.plan), "
                     + "calls \(callSizes), take-back \(takeBack))"
                 XCTAssertEqual(split.partCount, engine.splitPartCount, context)
                 XCTAssertEqual(split.lateSplits, 0, context)

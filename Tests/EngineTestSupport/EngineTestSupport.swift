@@ -1,5 +1,5 @@
-// What the engine tests of several test targets share: reproducible random signals and a plan
-// with many levels.
+// What the engine tests of several test targets share: reproducible random signals and matrices,
+// a plan with many levels, and bit-for-bit comparison.
 import Convolution
 
 /// A seeded generator so failures reproduce (SplitMix64).
@@ -33,4 +33,26 @@ public func manyLevelConfiguration(impulseLength: Int) -> EngineConfiguration {
         if size < 1024 { size *= 2 }
     }
     return EngineConfiguration(fixedPlan: PartitionPlan(levels: levels))
+}
+
+/// A random matrix: each output fed by every input (`crossed`) or by input `output % inputCount`
+/// only, each impulse noise of a length drawn from `impulseLengths`.
+public func randomMatrix(inputCount: Int, outputCount: Int, crossed: Bool, impulseLengths: ClosedRange<Int>,
+                         using generator: inout SeededGenerator) -> ConvolutionMatrix {
+    var entries: [ConvolutionMatrix.Entry] = []
+    for output in 0..<outputCount {
+        for input in 0..<inputCount where crossed || input == output % inputCount {
+            entries.append(.init(input: input, output: output,
+                                 impulse: [Float].noise(Int.random(in: impulseLengths, using: &generator), using: &generator)))
+        }
+    }
+    return ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
+}
+
+/// The first index where `actual` and `expected` differ in any bit, outside the `excluded` ranges;
+/// nil when identical there.
+public func firstBitDifference(_ actual: [Float], _ expected: [Float], outside excluded: [Range<Int>] = []) -> Int? {
+    actual.indices.first { n in
+        actual[n].bitPattern != expected[n].bitPattern && !excluded.contains { $0.contains(n) }
+    }
 }
