@@ -632,8 +632,7 @@ final class TailLevel {
                                     delayLine: delayLine, filters: filters, routing: routing)
                 segment -= 1
             }
-            finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary,
-                         outputCount: routing.outputCount, routing: routing)
+            finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary, routing: routing)
         }
     }
 
@@ -649,12 +648,12 @@ final class TailLevel {
     /// the second half as the result of job `block`. The accumulator is left undefined.
     @inline(__always)
     private func finishOutput(_ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
-                              accumulatorImaginary: UnsafeMutablePointer<Float>, outputCount: Int, routing: Routing) {
+                              accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing) {
         accumulateDelayLine(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary, output: output,
                             segments: 0..<1, newestSlot: block % segmentCount, segmentCount: segmentCount,
                             delayLine: delayLine, filters: filters, routing: routing)
         fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer)
-        let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
+        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
         (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
     }
 
@@ -686,7 +685,7 @@ final class TailLevel {
             } else {
                 let output = finishingUnits - inputCount, sum = (finishing % 2) * outputCount + output
                 finishOutput(output, block: finishing, accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum),
-                             outputCount: outputCount, routing: routing)
+                             routing: routing)
                 sums.real(sum).update(repeating: 0, count: sums.paddedBinCount)  // ready for job `finishing + 2`
                 sums.imaginary(sum).update(repeating: 0, count: sums.paddedBinCount)
             }
