@@ -96,7 +96,7 @@ endif
 	@echo "Installed. Restart PipeWire to load the drop-in: systemctl --user daemon-reload && systemctl --user restart pipewire"
 	@echo "Standalone sink instead: systemctl --user enable --now swift-convolver.service"
 
-# Removes exactly the files install writes (and the FFTW wisdom cache at user level), then the
+# Removes exactly the files install writes (and, at user level, the cache of FFTW wisdom and machine costs), then the
 # project's own directories if empty. Shared directories (bin, lib, pipewire.conf.d) stay.
 uninstall:
 	rm -f $(addprefix "$(DESTDIR),$(addsuffix ",$(INSTALLED_FILES)))

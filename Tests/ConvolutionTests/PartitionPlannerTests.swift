@@ -1,4 +1,5 @@
 @testable import Convolution
+import Foundation
 import XCTest
 
 final class PartitionPlannerTests: XCTestCase {
@@ -74,5 +75,47 @@ final class PartitionPlannerTests: XCTestCase {
             return plan.tails.reduce(0) { $0 + 48000 / Double($1.blockSize) }
         }
         XCTAssertLessThan(helperJobsPerSecond(overhead: 500_000), helperJobsPerSecond(overhead: 0))
+    }
+
+    /// The planner's costs are the median of this process's measurement and the last ones on this
+    /// CPU model: per cost, over the measurements that have it.
+    func testMachineCostsAreTheMedianOfEachCost() {
+        let measurements = [(100.0, 2.0, 5.0), (300, 4, 9), (200, 3, 1)].map { fft, cached, streaming in
+            MachineCosts(fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBinCached: cached,
+                         multiplyAddNanosecondsPerBinStreaming: streaming)
+        } + [MachineCosts(fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBinCached: 10,
+                          multiplyAddNanosecondsPerBinStreaming: 6)]
+        let median = MachineCosts.median(of: measurements)
+        XCTAssertEqual(median.fftPairNanoseconds, [64: 225, 128: 700], "even count: mean of the middle two")
+        XCTAssertEqual(median.multiplyAddNanosecondsPerBinCached, 3.5)
+        XCTAssertEqual(median.multiplyAddNanosecondsPerBinStreaming, 5.5)
+        XCTAssertEqual(MachineCosts.median(of: measurements.prefix(3)).fftPairNanoseconds, [64: 200])
+    }
+
+    /// The history keeps the last measurements for this CPU model only, and a line that does not
+    /// read back is left out without losing the others.
+    func testMachineCostsHistoryKeepsTheLastMeasurementsOfThisCPU() throws {
+        let directory = NSTemporaryDirectory() + "machine-costs-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let history = MachineCostsHistory(path: directory + "/machine-costs", cpu: "CPU A @ 3.0GHz")
+        XCTAssertEqual(history.load().count, 0, "nothing saved yet")
+        let measurements = (1...12).map {
+            MachineCosts(fftPairNanoseconds: [64: Double($0), 32768: 1e5 + Double($0)],
+                         multiplyAddNanosecondsPerBinCached: 0.25 * Double($0), multiplyAddNanosecondsPerBinStreaming: 1)
+        }
+        history.save(measurements)
+        let loaded = history.load()
+        XCTAssertEqual(loaded.map(\.fftPairNanoseconds), measurements.suffix(MachineCostsHistory.kept).map(\.fftPairNanoseconds))
+        XCTAssertEqual(loaded.map(\.multiplyAddNanosecondsPerBinCached), (4...12).map { 0.25 * Double($0) })
+
+        XCTAssertEqual(MachineCostsHistory(path: history.path, cpu: "CPU B").load().count, 0, "costs of another CPU model")
+        let good = "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=100"
+        let text = ["cpu CPU A @ 3.0GHz", good,
+                    "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=fast",
+                    "costs multiply-add-cached=-1 multiply-add-streaming=5 fft64=100",
+                    "costs multiply-add-cached=2 multiply-add-streaming=5 fft63=100",
+                    "costs multiply-add-cached=2 fft64=100", "garbage", good].joined(separator: "\n")
+        try text.write(toFile: history.path, atomically: true, encoding: .utf8)
+        XCTAssertEqual(history.load().map(\.fftPairNanoseconds), [[64: 100], [64: 100]])
     }
 }

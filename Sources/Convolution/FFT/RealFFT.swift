@@ -60,12 +60,7 @@ public final class RealFFT: @unchecked Sendable {
         let planningFlags: UInt32 = ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FFTW_PLANNING"] == "estimate"
             ? UInt32(FFTW_ESTIMATE) : UInt32(FFTW_MEASURE)
 
-        static var wisdomPath: String {
-            let environment = ProcessInfo.processInfo.environment
-            let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-                ?? ((environment["HOME"] ?? "/tmp") + "/.cache")
-            return cache + "/swift-convolver/fftwf-wisdom"
-        }
+        static var wisdomPath: String { UserCache.path("fftwf-wisdom") }
 
         func makeFFT(size: Int) -> RealFFT {
             if !wisdomLoaded {

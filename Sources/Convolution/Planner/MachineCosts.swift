@@ -26,8 +26,33 @@ public struct MachineCosts: Sendable {
                                                           : multiplyAddNanosecondsPerBinCached)
     }
 
-    /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom).
-    public static let measured: MachineCosts = measure(fftSizes: (6...15).map { 1 << $0 })
+    /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
+    /// then the median of that and the last measurements on this CPU model (`MachineCostsHistory`).
+    /// One measurement alone varies enough on a busy or virtual machine that near-equal plans
+    /// flipped from process to process; the median of several is a typical measurement, as the
+    /// placement limits and the helper overhead were calibrated against, and steady.
+    public static let measured: MachineCosts = {
+        let history = MachineCostsHistory()
+        let measurements = history.load() + [measure(fftSizes: (6...15).map { 1 << $0 })]
+        history.save(measurements)
+        return median(of: measurements.suffix(MachineCostsHistory.kept))
+    }()
+
+    /// Each cost the median of those `measurements` that have it (the mean of the middle two
+    /// for an even count). `measurements` must not be empty.
+    static func median(of measurements: some Collection<MachineCosts>) -> MachineCosts {
+        func median(_ values: [Double]) -> Double {
+            let sorted = values.sorted()
+            return (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
+        }
+        let sizes = Set(measurements.flatMap(\.fftPairNanoseconds.keys))
+        return MachineCosts(
+            fftPairNanoseconds: Dictionary(uniqueKeysWithValues: sizes.map { size in
+                (size, median(measurements.compactMap { $0.fftPairNanoseconds[size] }))
+            }),
+            multiplyAddNanosecondsPerBinCached: median(measurements.map(\.multiplyAddNanosecondsPerBinCached)),
+            multiplyAddNanosecondsPerBinStreaming: median(measurements.map(\.multiplyAddNanosecondsPerBinStreaming)))
+    }
 
     public static func measure(fftSizes: [Int]) -> MachineCosts {
         var fftTimes: [Int: Double] = [:]

@@ -1,0 +1,79 @@
+import Foundation
+
+/// The user's cache directory for swift-convolver (`$XDG_CACHE_HOME` or `~/.cache`, then
+/// `swift-convolver/`): FFTW wisdom and machine costs, kept between processes.
+enum UserCache {
+    static func path(_ file: String) -> String {
+        let environment = ProcessInfo.processInfo.environment
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? "/tmp") + "/.cache")
+        return cache + "/swift-convolver/" + file
+    }
+}
+
+/// The last few machine-cost measurements on this CPU model, one line each, in a small text file:
+/// `cpu <model>`, then per measurement `costs multiply-add-cached=<ns> multiply-add-streaming=<ns>
+/// fft<size>=<ns> ...`. A file written for another CPU model counts as empty; a line that does not
+/// read back is left out (and dropped by the next save).
+struct MachineCostsHistory {
+    /// Measurements kept: enough for a steady median, few enough to follow a changed machine.
+    static let kept = 9
+    var path = UserCache.path("machine-costs")
+    var cpu = MachineCostsHistory.cpuModel()
+
+    func load() -> [MachineCosts] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        let lines = text.split(separator: "\n")
+        guard lines.first == Substring("cpu " + cpu) else { return [] }
+        return lines.dropFirst().compactMap(Self.costs(from:))
+    }
+
+    /// Keeps the last `kept` of `measurements`. Written to a temporary file and renamed, so a
+    /// process reading it never sees half of it. Failing to write only loses the history.
+    func save(_ measurements: [MachineCosts]) {
+        let lines = ["cpu \(cpu)"] + measurements.suffix(Self.kept).map(Self.line(for:))
+        let temporary = path + ".\(getpid())"
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
+                                                 withIntermediateDirectories: true)
+        guard (try? (lines.joined(separator: "\n") + "\n").write(toFile: temporary, atomically: false, encoding: .utf8)) != nil
+        else { return }
+        if rename(temporary, path) != 0 { unlink(temporary) }
+    }
+
+    private static func line(for costs: MachineCosts) -> String {
+        (["costs", "multiply-add-cached=\(costs.multiplyAddNanosecondsPerBinCached)",
+          "multiply-add-streaming=\(costs.multiplyAddNanosecondsPerBinStreaming)"]
+         + costs.fftPairNanoseconds.keys.sorted().map { "fft\($0)=\(costs.fftPairNanoseconds[$0]!)" })
+            .joined(separator: " ")
+    }
+
+    private static func costs(from line: Substring) -> MachineCosts? {
+        let fields = line.split(separator: " ")
+        guard fields.first == "costs" else { return nil }
+        var ffts: [Int: Double] = [:]
+        var cached: Double?, streaming: Double?
+        for field in fields.dropFirst() {
+            let pair = field.split(separator: "=")
+            guard pair.count == 2, let value = Double(pair[1]), value.isFinite, value > 0 else { return nil }
+            switch pair[0] {
+            case "multiply-add-cached": cached = value
+            case "multiply-add-streaming": streaming = value
+            case let key where key.hasPrefix("fft"):
+                guard let size = Int(key.dropFirst(3)), size >= 2, size & (size - 1) == 0 else { return nil }
+                ffts[size] = value
+            default: return nil
+            }
+        }
+        guard !ffts.isEmpty, let cached, let streaming else { return nil }
+        return MachineCosts(fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBinCached: cached,
+                            multiplyAddNanosecondsPerBinStreaming: streaming)
+    }
+
+    /// The first `model name` of /proc/cpuinfo ("unknown" if none).
+    static func cpuModel() -> String {
+        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let line = info.split(separator: "\n").first { $0.hasPrefix("model name") }
+        let model = line?.split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? ""
+        return model.isEmpty ? "unknown" : model
+    }
+}
