@@ -7,8 +7,11 @@ competition). Per case it reports: process CPU over the run (all threads, /proc/
 data-thread busy p99/max and late cycles (`pw-convolver top --batch`), the graph driver's own late
 cycles (the whole graph stalled: the machine, not the system measured), and whether the recording is
 intact (the output compared with numpy's convolution of the input it received, recorded beside it).
-Below the table: CPU by thread (where each process spends it) and our node's own statistics
-(its convolver.* properties: late levels, helper margin, busy inside the node's process call).
+Beside them, the recorder's busy p99/max in the same case: a node that does nothing but hand its
+input to a file writer, so about the least any node's busy time is in this graph on this machine (a
+stall of the machine lifts both maxima alike). Below the table: our figures over filter-chain's per
+case, CPU by thread (where each process spends it) and our node's own statistics (its convolver.*
+properties: late levels, helper margin, busy inside the node's process call).
 
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
@@ -211,10 +214,18 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         "busy_p99_us": max(r["busy_p99"] for r in busy),
         "busy_max_us": max(r["busy_max"] for r in busy),
         "late": max(r["late"] for r in busy),
+        # The recorder's node only hands its input to a file writer: its busy time is about what any
+        # node costs in this graph on this machine (the floor under the systems' busy figures).
+        "recorder_busy": rows.get(f"rec-{tag}"),
         # The graph's driver late itself: the machine stalled the whole graph (not one node).
         "driver_late": rows.get("Dummy-Driver", {}).get("late"),
         "recording": recording,
     }
+
+
+def recorder_busy(result):
+    row = result.get("recorder_busy")
+    return f"{row['busy_p99']:.1f}/{row['busy_max']:.1f}" if row else "-"
 
 
 def node_statistics(graph, name):
@@ -312,7 +323,7 @@ def main():
     print("         in one pw-record stream) at one lag from start to end, within 1e-4 everywhere; cycles pw-record")
     print("         lost are modelled and counted under 'lost' (see compare_recording.py), wrong runs under 'wrong'")
     print(f"{'IR s':>5} {'quantum':>7}  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
-          f" {'late':>5} {'drv late':>8} {'lag':>6} {'lost':>5} {'wrong':>5} {'error dB':>8}  intact")
+          f" {'late':>5} {'drv late':>8} {'lag':>6} {'lost':>5} {'wrong':>5} {'error dB':>8}  intact  recorder busy p99/max µs")
     for ir_seconds, quantum, system, r in results:
         if r is None:
             print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} failed (see above)")
@@ -321,7 +332,17 @@ def main():
         intact = c["lag"] == c["endLag"] and c["glitchCount"] == 0
         print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
               f" {r['busy_max_us']:>11.1f} {r['late']:>5} {str(r['driver_late']):>8} {c['lag']:>6} {len(c['graphEvents']):>5} {c['glitchCount']:>5}"
-              f" {c['errorDB']:>8.1f}  {'yes' if intact else 'NO'}")
+              f" {c['errorDB']:>8.1f}  {'yes' if intact else 'NO ':<6}  {recorder_busy(r)}")
+    by_case = {(ir_seconds, quantum, system): r for ir_seconds, quantum, system, r in results if r is not None}
+    ratios = [(ir_seconds, quantum, r, by_case.get((ir_seconds, quantum, "filter-chain")))
+              for (ir_seconds, quantum, system), r in by_case.items() if system == "swift-convolver"]
+    if any(reference for *_, reference in ratios):
+        print("\nswift-convolver / filter-chain, same case:")
+        for ir_seconds, quantum, ours, reference in ratios:
+            if reference:
+                print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ours['cpu_percent'] / reference['cpu_percent']:.2f}x,"
+                      f" busy p99 {ours['busy_p99_us'] / reference['busy_p99_us']:.3f}x,"
+                      f" busy max {ours['busy_max_us'] / reference['busy_max_us']:.3f}x")
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
     for ir_seconds, quantum, system, r in results:
         if r is not None:
