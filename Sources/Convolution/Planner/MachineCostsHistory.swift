@@ -11,14 +11,20 @@ enum UserCache {
     }
 }
 
-/// The last few machine-cost measurements on this CPU model, one line each, in a small text file:
+/// The last few machine-cost measurements on this CPU model, one line each, in a small text file
+/// (a debug build keeps its own, `machine-costs-debug`: its unoptimised kernels cost many times
+/// more and must not move a release build's median):
 /// `cpu <model>`, then per measurement `costs multiply-add-cached=<ns> multiply-add-streaming=<ns>
 /// fft<size>=<ns> ...`. A file written for another CPU model counts as empty; a line that does not
 /// read back is left out (and dropped by the next save).
 struct MachineCostsHistory {
     /// Measurements kept: enough for a steady median, few enough to follow a changed machine.
     static let kept = 9
+    #if DEBUG
+    var path = UserCache.path("machine-costs-debug")
+    #else
     var path = UserCache.path("machine-costs")
+    #endif
     var cpu = MachineCostsHistory.cpuModel()
 
     func load() -> [MachineCosts] {
