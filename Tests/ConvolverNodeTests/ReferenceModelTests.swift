@@ -96,6 +96,27 @@ final class ReferenceModelTests: XCTestCase {
         assertModelled(try judgeLost(cycleStart(1)..<cycleStart(1) + 5 * 64), eventKinds: ["recording lost 5 cycles (0 silent)"])
     }
 
+    /// A longer stall (a SCHED_FIFO hog on both cores for 25 ms lost pw-record 4 cycles of 256 in a
+    /// row): more cycles than a stall's worth are modelled when the recorded input shows them
+    /// missing, and only with the played blocks it lacks, so a node that lost one of them itself is
+    /// still a glitch.
+    func testLostCyclesTheRecordedInputShowsAreModelledBeyondAStallsWorth() throws {
+        // 7 cycles of 256: no number of cycles of any quantum within a stall's worth (768 frames,
+        // or 3 cycles) adds up to them.
+        let lost = cycleStart(1)..<cycleStart(1) + 7 * quantum
+        let results = try judgeLost(lost)
+        assertModelled(results, eventsAt: [lost.lowerBound])
+        XCTAssertEqual(results.map { $0.graphEvents.first?.frames }, [lost.count, lost.count])
+
+        // The last of the lost blocks (its output reaches past the stall: the IR is 480 frames long).
+        var nodeInput = played
+        let dropped = lost.upperBound - quantum..<lost.upperBound
+        for channel in 0..<2 { nodeInput[channel].replaceSubrange(dropped, with: [Float](repeating: 0, count: quantum)) }
+        for result in try judge(input: removing(lost, from: played), output: removing(lost, from: convolve(nodeInput))) {
+            XCTAssertEqual(result.glitches.count, 1, "\(result.glitches) \(result.graphEvents)")
+        }
+    }
+
     /// After a lost cycle pw-record can take the node's port buffer of the lost call again: the
     /// next row has the next input but the lost call's output; right again after it.
     func testLostCycleWhoseOutputTheNextRowHoldsIsModelled() throws {

@@ -13,8 +13,8 @@ Graph events. Under load pw-record (PipeWire 0.3.65) now and then loses whole cy
 lacks a block of the node's input and of its output alike, so the two stay aligned, but the node's
 output after that point still carries the lost block for one IR length. A stall of the whole machine
 loses it several cycles in a row (reproduced with a SCHED_FIFO hog on both cores: 8 ms lost 5 to 6
-cycles of 64). Around stalls and quantum changes the recording also shows (each traced inside the
-node, whose own input and output were right every time):
+cycles of 64; 25 ms lost 4 cycles of 256). Around stalls and quantum changes the recording also
+shows (each traced inside the node, whose own input and output were right every time):
 - the input of a block but the node's output of the call after it, or before it;
 - no buffer from some of the node's output ports (exact silence there for one cycle), or from the
   player's ports (its input silent, or the next block a cycle early, while the node got the blocks);
@@ -24,8 +24,9 @@ node, whose own input and output were right every time):
   when the player did not run again, and pw-record may take the node's port buffer while that call
   rewrites it (the recorded row: that call's output half written).
 Such places are modelled, not excused: the node's input is taken to hold one or more graph quanta
-more there (up to STALL_FRAMES), and only blocks the node can have had are tried: silence (the player
-late in that cycle too), then the played blocks the recording lacks, as the played file has them,
+more there (up to STALL_FRAMES, or as many as the recorded input shows missing), and only blocks
+the node can have had are tried: silence (the player late in that cycle too), then the played
+blocks the recording lacks, as the played file has them,
 never blocks the recording already has, and as many as the recorded input shows missing there (or
 all but the last one). The simplest model that explains the output longest wins; every model must
 explain a quantum of output beyond the rows it overrides (silence matches any input). An event counts
@@ -48,6 +49,10 @@ TOLERANCE = 1e-4
 # The longest stall of the whole machine modelled as lost cycles: 16 ms at 48 kHz (this VM stalls
 # its vCPUs up to ~9 ms; a SCHED_FIFO hog on both cores for 8 ms loses pw-record 5 to 6 cycles of 64).
 STALL_FRAMES = 768
+# Lost cycles the recorded input itself shows (the played blocks it lacks, found in the played file)
+# are modelled beyond STALL_FRAMES, up to this many: a SCHED_FIFO hog on both cores for 25 ms lost
+# pw-record 4 cycles of 256 in a row, while the node's output carried every one of them.
+MAX_SHOWN_LOST_CYCLES = 64
 QUANTA = (1024, 512, 256, 128, 64, 2048, 32, 16)
 
 
@@ -386,10 +391,12 @@ class Reference:
     @staticmethod
     def cycle_counts(lacked, quantum):
         """How many lost cycles to try: one up to a stall's worth, first the count the recorded
-        input shows missing (`lacked` played frames, None: not known)."""
+        input shows missing (`lacked` played frames, None: not known), even beyond a stall's worth:
+        the played file then says which blocks those cycles held, and the output must carry them."""
         counts = list(range(1, max(3, STALL_FRAMES // quantum) + 1))
-        if lacked and lacked % quantum == 0 and lacked // quantum in counts:
-            counts.remove(lacked // quantum)
+        if lacked and lacked % quantum == 0 and lacked // quantum <= MAX_SHOWN_LOST_CYCLES:
+            if lacked // quantum in counts:
+                counts.remove(lacked // quantum)
             counts.insert(0, lacked // quantum)
         return counts
 
