@@ -9,7 +9,7 @@ final class ReferenceModelTests: XCTestCase {
     private let quantum = 256
     /// The node's input: pw-play's file (lead-in and lead-out silence, 1 s of noise).
     private let played = TestSignals.noise(seconds: 1, leadIn: 0.25, leadOut: 0.25)
-    private let impulse = TestSignals.syntheticImpulse(frames: 480)
+    private var impulse = TestSignals.syntheticImpulse(frames: 480)
 
     override func setUpWithError() throws {
         directory = NSTemporaryDirectory() + "reference-model-" + UUID().uuidString
@@ -115,6 +115,23 @@ final class ReferenceModelTests: XCTestCase {
         for result in try judge(input: removing(lost, from: played), output: removing(lost, from: convolve(nodeInput))) {
             XCTAssertEqual(result.glitches.count, 1, "\(result.glitches) \(result.graphEvents)")
         }
+    }
+
+    /// A stall of 40 ms: the player's buffer of one cycle reached no one (the node got silence, and
+    /// so did the recorder), then pw-record lost the next cycles while the node got every block.
+    /// The silent row hides where the recorded input resumes in the played file; the count of
+    /// lost cycles is taken from the played frames before it.
+    func testLostCyclesAfterASilentCycleAreModelledBeyondAStallsWorth() throws {
+        // An IR longer than the lost cycles: only the blocks the node had explain the output after them.
+        impulse = TestSignals.syntheticImpulse(frames: 4800)
+        try TestSignals.write(impulse, to: directory + "/ir.wav")
+        let silentCycle = cycleStart(1)
+        var nodeInput = played
+        for channel in 0..<2 { nodeInput[channel].insert(contentsOf: [Float](repeating: 0, count: quantum), at: silentCycle) }
+        let lost = silentCycle + quantum..<silentCycle + quantum + 7 * quantum
+        let results = try judge(input: removing(lost, from: nodeInput), output: removing(lost, from: convolve(nodeInput)))
+        assertModelled(results)
+        XCTAssertEqual(results.map { $0.graphEvents.last?.frames }, [lost.count, lost.count], "\(results.map(\.graphEvents))")
     }
 
     /// After a lost cycle pw-record can take the node's port buffer of the lost call again: the

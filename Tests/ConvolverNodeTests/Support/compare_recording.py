@@ -282,7 +282,8 @@ class Reference:
             # lacks there, and what the row at `at` may hold.
             lacked = {0: lacked_before, quantum: self.lacked_frames(at + quantum)}
             overrides = {delay: self.first_row_overrides(at, quantum, delay) for delay in (0, quantum)}
-            for cycles in self.cycle_counts(lacked_before, quantum):
+            for cycles in self.cycle_counts(lacked_before if lacked_before is not None else self.lacked_frames(at, True),
+                                            quantum):
                 length = cycles * quantum
                 # `delay` 0: the lost cycles come before the recorded block at `at`; `quantum`: after
                 # it, and the recording has that block's input but took the next call's output.
@@ -400,11 +401,17 @@ class Reference:
             counts.insert(0, lacked // quantum)
         return counts
 
-    def lacked_frames(self, at):
+    def lacked_frames(self, at, through_silence=False):
         """How many frames of the played file the recorded input lacks just before recording frame
-        `at` (None: not known there, as in silence)."""
-        before, here = self.played_position(self.x[max(at - 64, 0) : at]), self.played_position(self.x[at : at + 64])
-        return None if at < 64 or before is None or here is None else here - before - 64
+        `at` (None: not known there, as in silence). `through_silence`: counted from the played
+        frames before the silent rows just before `at` (at most a quantum of 2048), as when the
+        player's buffer of a stalled cycle reached neither the recorder nor the node: the count of
+        cycles to try first, not a constraint on the blocks the node had."""
+        end = at
+        while through_silence and end >= 64 and at - end < max(QUANTA) and not np.any(self.x[end - 64 : end]):
+            end -= 64
+        before, here = self.played_position(self.x[max(end - 64, 0) : end]), self.played_position(self.x[at : at + 64])
+        return None if end < 64 or before is None or here is None else here - before - 64
 
     def played_position(self, recorded):
         """Where the 64 recorded input frames `recorded` are in the played file (None: nowhere, or silence)."""
