@@ -134,6 +134,22 @@ final class ReferenceModelTests: XCTestCase {
         XCTAssertEqual(results.map { $0.graphEvents.last?.frames }, [lost.count, lost.count], "\(results.map(\.graphEvents))")
     }
 
+    /// Traced inside the node in a 40 ms stall: pw-record lost 7 cycles the node got, and then the
+    /// player, late, sent both silence for 6 cycles. The silent rows hide where the recorded input
+    /// resumes; the count of lost cycles is taken from the played frames after them.
+    func testLostCyclesBeforeSilentCyclesAreModelledBeyondAStallsWorth() throws {
+        impulse = TestSignals.syntheticImpulse(frames: 4800)
+        try TestSignals.write(impulse, to: directory + "/ir.wav")
+        let lost = cycleStart(1)..<cycleStart(1) + 7 * quantum
+        var nodeInput = played
+        for channel in 0..<2 {
+            nodeInput[channel].insert(contentsOf: [Float](repeating: 0, count: 6 * quantum), at: lost.upperBound)
+        }
+        let results = try judge(input: removing(lost, from: nodeInput), output: removing(lost, from: convolve(nodeInput)))
+        assertModelled(results)
+        XCTAssertEqual(results.map { $0.graphEvents.first?.frames }, [lost.count, lost.count], "\(results.map(\.graphEvents))")
+    }
+
     /// After a lost cycle pw-record can take the node's port buffer of the lost call again: the
     /// next row has the next input but the lost call's output; right again after it.
     func testLostCycleWhoseOutputTheNextRowHoldsIsModelled() throws {

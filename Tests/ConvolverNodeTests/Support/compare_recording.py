@@ -403,14 +403,19 @@ class Reference:
 
     def lacked_frames(self, at, through_silence=False):
         """How many frames of the played file the recorded input lacks just before recording frame
-        `at` (None: not known there, as in silence). `through_silence`: counted from the played
-        frames before the silent rows just before `at` (at most a quantum of 2048), as when the
-        player's buffer of a stalled cycle reached neither the recorder nor the node: the count of
-        cycles to try first, not a constraint on the blocks the node had."""
-        end = at
+        `at` (None: not known there, as in silence). `through_silence`: counted across silent rows
+        just before and from `at` (at most a quantum of 2048 each way), which hold no played frames:
+        cycles in which the player's buffer reached neither the recorder nor the node, or the
+        player, late after a stall, sent both silence. The count of cycles to try first, not a
+        constraint on the blocks the node had."""
+        end, resume = at, at
         while through_silence and end >= 64 and at - end < max(QUANTA) and not np.any(self.x[end - 64 : end]):
             end -= 64
-        before, here = self.played_position(self.x[max(end - 64, 0) : end]), self.played_position(self.x[at : at + 64])
+        while through_silence and resume - at < max(QUANTA) and len(self.x[resume : resume + 64]) == 64 \
+                and not np.any(self.x[resume : resume + 64]):
+            resume += 64
+        before = self.played_position(self.x[max(end - 64, 0) : end])
+        here = self.played_position(self.x[resume : resume + 64])
         return None if end < 64 or before is None or here is None else here - before - 64
 
     def played_position(self, recorded):
