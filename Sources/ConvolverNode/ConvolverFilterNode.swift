@@ -334,6 +334,7 @@ public final class ConvolverFilterNode {
     private func publishStatistics() {
         guard filter != nil || sinkStreams != nil else { return }
         replanForRunningQuantum()   // the silence it waits for may have come since the last wake-up
+        realtime.callRecorder?.write()
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"

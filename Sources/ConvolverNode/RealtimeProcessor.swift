@@ -102,11 +102,14 @@ final class RealtimeProcessor {
     private let allocateInProcessForTesting =
         ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS"] == "1"
     private var testAllocationSink: [Float] = []
+    /// Test hook: every call's input and output (`CallRecorder`); nil unless a test asks for it.
+    let callRecorder: CallRecorder?
 
     init(inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
          crossfadeEqualPower: Bool = true) {
         self.inputCount = inputCount
         self.outputCount = outputCount
+        callRecorder = CallRecorder.fromEnvironment(inputCount: inputCount, outputCount: outputCount)
         crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
         (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
@@ -273,6 +276,7 @@ final class RealtimeProcessor {
 
         countSilentInput(frameCount: frameCount)
         if allocateInProcessForTesting { testAllocationSink = [Float](repeating: 0, count: frameCount + 1) }
+        callRecorder?.record(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(outputBuffers), frameCount: frameCount)
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)

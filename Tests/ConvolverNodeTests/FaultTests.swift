@@ -3,7 +3,8 @@ import Foundation
 import XCTest
 
 /// Faults the node must survive (issue 5, item 4): starved helpers, the daemon going away under
-/// the standalone client, a quantum switch storm, denormals after a loud burst.
+/// the standalone client, a quantum switch storm, stalls of the whole machine, denormals after a
+/// loud burst.
 /// Storm length: `SWIFT_CONVOLVER_STORM_SECONDS` (default 15 s; 60 s in the soak).
 final class FaultTests: XCTestCase {
     private var daemon: PrivatePipeWire!
@@ -205,6 +206,75 @@ final class FaultTests: XCTestCase {
         // largest quanta of input, and its wrong output one IR length more.
         NumpyReference.assertMatch(results, outputs: 2, label: "storm", zeroLag: false, allowedGlitches: switches,
                                    glitchLimit: 2 * 1024 + 4800)
+        XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
+    }
+
+    // MARK: - Machine stalls
+
+    /// Stalls of the whole machine, as when the host deschedules the VM's vCPUs: a SCHED_FIFO 99
+    /// busy loop on every core for 30 ms, five times, while the node plays. Around them pw-record
+    /// loses cycles, the player's blocks come late or reach no one, and PipeWire skips cycles or
+    /// runs the node twice at one clock position, so the recording cannot always show what the
+    /// node got. The node's own record of every call (`CallRecorder`) can: its output must be
+    /// numpy's convolution of its own input to float precision, from the first call to the last,
+    /// with a 1 s IR (at quantum 256 a level spread on the data thread and one on a helper).
+    func testOutputIsTheConvolutionOfTheNodesOwnInputThroughMachineStalls() throws {
+        let stalls = 5, stallMilliseconds = 30, seconds = 8.0
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: seconds), to: path("input.wav"))
+        let calls = path("calls.f32")
+        let client = try ModuleClient.start(daemon, name: "conv-stalls",
+                                            arguments: "node.name = conv-stalls audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
+                                            extraEnvironment: ["SWIFT_CONVOLVER_TEST_RECORD_CALLS": calls])
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-stalls", count: 4, timeout: 30)
+        var hogs: [BackgroundProcess] = []
+        defer { hogs.forEach { $0.stop() } }
+        try PlayThrough(daemon: daemon, nodeName: "conv-stalls")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: seconds, tailSeconds: 0.3, tag: "stalls") {
+                // One hog per core, stalling together 2, 3, ... s into the playback.
+                for core in 0..<ProcessInfo.processInfo.activeProcessorCount {
+                    hogs.append(try daemon.spawn(["chrt", "-f", "99", "/usr/bin/python3", "-c", """
+                        import os, time
+                        os.sched_setaffinity(0, {\(core)})
+                        start = time.monotonic()
+                        for stall in range(\(stalls)):
+                            time.sleep(max(0, start + 2 + stall - time.monotonic()))
+                            end = time.monotonic() + \(stallMilliseconds) / 1000
+                            while time.monotonic() < end: pass
+                        """], logName: "stall-hog\(core).log"))
+                }
+                for hog in hogs { XCTAssertTrue(hog.waitForExit(timeout: seconds + 10), "hog log:\n\(hog.log)") }
+            }
+        usleep(2_500_000)  // the main loop writes the node's record once a second
+        let missed = try statistic("conv-stalls", "convolver.missed-cycles"), late = try statistic("conv-stalls", "convolver.late-cycles")
+        print("stalls: node missed cycles \(missed), late cycles \(late)")
+        XCTAssertGreaterThan(Int(missed) ?? 0, 0, "the stalls must make the graph skip cycles, or this tests nothing")
+
+        let compared = try daemon.run(["/usr/bin/python3", "-c", """
+            import warnings
+            warnings.simplefilter("ignore")
+            import numpy as np
+            from scipy.io import wavfile
+            from scipy.signal import fftconvolve
+            calls = np.fromfile("\(calls)", dtype=np.float32).reshape(-1, 4).astype(np.float64)
+            ir = wavfile.read("\(path("ir.wav"))")[1].astype(np.float64)
+            heard = ~np.isnan(calls[:, 2:]).any(axis=1)  # a call without output buffers: nothing to hear
+            worst, played = 0.0, int(np.count_nonzero(calls[:, :2]))
+            for channel in range(2):
+                expected = fftconvolve(calls[:, channel], ir[:, channel])[: len(calls)]
+                worst = max(worst, float(np.max(np.abs(calls[heard, 2 + channel] - expected[heard]))))
+            print(len(calls), int(np.count_nonzero(~heard)), played, worst)
+            """], timeout: 60)
+        XCTAssertEqual(compared.status, 0, compared.output)
+        let fields = compared.output.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+        XCTAssertEqual(fields.count, 4, compared.output)
+        guard fields.count == 4 else { return }
+        print("stalls: \(Int(fields[0])) frames recorded by the node (\(Int(fields[1])) without output buffers), "
+              + "worst difference from numpy \(fields[3])")
+        XCTAssertGreaterThan(fields[0], seconds * 48000, "the node's record must span the playback")
+        XCTAssertGreaterThan(fields[2], seconds * 48000, "the node must have got the noise")
+        XCTAssertLessThanOrEqual(fields[3], 1e-4, "the node's output is not the convolution of its own input")
         XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
     }
 

@@ -21,9 +21,10 @@ enum ModuleClient {
     }
 
     /// Starts the client process; `name` names its config and log files.
-    static func start(_ daemon: PrivatePipeWire, name: String, arguments: String) throws -> BackgroundProcess {
+    static func start(_ daemon: PrivatePipeWire, name: String, arguments: String,
+                      extraEnvironment: [String: String] = [:]) throws -> BackgroundProcess {
         let path = daemon.runtimeDirectory + "/\(name).conf"
         try configuration(arguments: arguments).write(toFile: path, atomically: true, encoding: .utf8)
-        return try daemon.spawn(["pipewire", "-c", path], logName: "\(name).log")
+        return try daemon.spawn(["pipewire", "-c", path], logName: "\(name).log", extraEnvironment: extraEnvironment)
     }
 }
