@@ -11,7 +11,10 @@ Beside them, the recorder's busy p99/max in the same case: a node that does noth
 input to a file writer, so about the least any node's busy time is in this graph on this machine (a
 stall of the machine lifts both maxima alike). Below the table: our figures over filter-chain's per
 case, CPU by thread (where each process spends it) and our node's own statistics (its convolver.*
-properties: late levels, helper margin, busy inside the node's process call).
+properties: late levels, helper margin, busy inside the node's process call), with its own record
+of every call's input and output (SWIFT_CONVOLVER_TEST_RECORD_CALLS) held to numpy's convolution:
+when the machine stalls, pw-record can lose more than the judge can model, and the node's record
+still shows whether its output was right.
 
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
@@ -30,6 +33,7 @@ import warnings
 
 import numpy as np
 from scipy.io import wavfile
+from scipy.signal import fftconvolve
 
 
 # pw-record writes a LIST chunk scipy does not read; harmless.
@@ -156,10 +160,15 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         node = graph.start(["pipewire", "-c", conf], f"{tag}.log")
         inputs, outputs = f"fc-in-{tag}:input_", f"fc-out-{tag}:output_"
         measured = [f"fc-in-{tag}", f"fc-out-{tag}"]
+        calls_path = None
     else:
         name = f"swconv-{tag}"
         # THE NODE STEP: runs once the node helper's `pw-convolver run` is on main.
-        node = graph.start([executable, "run", "--ir", ir_path, "--name", name], f"{tag}.log")
+        # The node's own record of every call's input and output (CallRecorder, a test seam; its
+        # copying, about 4 KB a call at quantum 256, counts against our node's CPU).
+        calls_path = os.path.join(graph.directory, f"calls-{tag}.f32")
+        node = graph.start([executable, "run", "--ir", ir_path, "--name", name], f"{tag}.log",
+                           extra_env={"SWIFT_CONVOLVER_TEST_RECORD_CALLS": calls_path})
         inputs, outputs = f"{name}:input_", f"{name}:output_"
         measured = [name]
     recording = os.path.join(graph.directory, f"{tag}.wav")
@@ -220,7 +229,22 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         # The graph's driver late itself: the machine stalled the whole graph (not one node).
         "driver_late": rows.get("Dummy-Driver", {}).get("late"),
         "recording": recording,
+        "own_record": own_record_difference(calls_path, ir_path) if calls_path else None,
     }
+
+
+def own_record_difference(calls_path, ir_path):
+    """Our node's own record of its calls: (frames, worst difference of its output from numpy's
+    convolution of its own input), over the calls that had output buffers; None if there is none."""
+    if not os.path.exists(calls_path):  # written by the node's main loop once a second
+        return None
+    calls = np.fromfile(calls_path, dtype=np.float32).reshape(-1, 4).astype(np.float64)
+    os.remove(calls_path)
+    ir = wavfile.read(ir_path)[1].astype(np.float64)
+    heard = ~np.isnan(calls[:, 2:]).any(axis=1)
+    worst = max(float(np.max(np.abs(calls[heard, 2 + c] - fftconvolve(calls[:, c], ir[:, c])[: len(calls)][heard])))
+                for c in range(2))
+    return len(calls), worst
 
 
 def recorder_busy(result):
@@ -357,6 +381,10 @@ def main():
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")
+            if r["own_record"]:
+                frames, worst = r["own_record"]
+                print(f"{'':>5} {'':>7}  own record of every call ({frames} frames): output - numpy's convolution of "
+                      f"its own input, worst {worst:.2g} ({'exact' if worst <= 1e-4 else 'WRONG'})")
     if args.keep:
         print(f"recordings and logs: {directory}")
 

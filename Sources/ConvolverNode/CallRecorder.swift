@@ -3,14 +3,15 @@ import Foundation
 import Synchronization
 
 /// When `SWIFT_CONVOLVER_TEST_RECORD_CALLS` names a file (read once, at setup), the data thread
-/// copies every call's input and output port buffers into memory allocated here (up to a minute at
-/// 48 kHz), and the main loop writes what is recorded so far to that file once a second: raw
-/// float32 frames of every input channel, then every output channel. A test can then hold the
-/// output to the exact convolution of the node's own input, whatever the graph did around it
-/// (stalls, missed or repeated cycles, cycles its recording lost). Never set outside tests.
+/// copies every call's input and output port buffers into memory allocated here (up to two
+/// minutes at 48 kHz), and the main loop writes what is recorded so far to that file once a
+/// second: raw float32 frames of every input channel, then every output channel. A test (or
+/// bench-live) can then hold the output to the exact convolution of the node's own input, whatever
+/// the graph did around it (stalls, missed or repeated cycles, cycles its recording lost). Never
+/// set outside tests and benchmarks.
 final class CallRecorder {
     static let environmentKey = "SWIFT_CONVOLVER_TEST_RECORD_CALLS"
-    static let capacityFrames = 60 * 48000
+    static let capacityFrames = 120 * 48000
 
     let path: String
     private let inputCount: Int
