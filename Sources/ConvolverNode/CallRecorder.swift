@@ -4,8 +4,8 @@ import Synchronization
 
 /// When `SWIFT_CONVOLVER_TEST_RECORD_CALLS` names a file (read once, at setup), the data thread
 /// copies every call's input and output port buffers into memory allocated here (up to two
-/// minutes at 48 kHz), and the main loop writes what is recorded so far to that file once a
-/// second: raw float32 frames of every input channel, then every output channel. A test (or
+/// minutes at 48 kHz), and once a second the main loop appends the frames recorded since to that
+/// file: raw float32 frames of every input channel, then every output channel. A test (or
 /// bench-live) can then hold the output to the exact convolution of the node's own input, whatever
 /// the graph did around it (stalls, missed or repeated cycles, cycles its recording lost). Never
 /// set outside tests and benchmarks.
@@ -19,6 +19,8 @@ final class CallRecorder {
     private let samples: UnsafeMutablePointer<Float>
     /// Frames recorded, published by the data thread after their samples.
     private let recordedFrames = Atomic<Int>(0)
+    /// Frames in the file (main loop only).
+    private var writtenFrames = 0
 
     static func fromEnvironment(inputCount: Int, outputCount: Int) -> CallRecorder? {
         guard let path = ProcessInfo.processInfo.environment[environmentKey], !path.isEmpty else { return nil }
@@ -51,13 +53,12 @@ final class CallRecorder {
         recordedFrames.store(start + frameCount, ordering: .releasing)
     }
 
-    /// Main loop: writes the frames recorded so far (a temporary file, renamed over the last one).
+    /// Main loop: appends the frames recorded since the last write (the first write starts the file).
     func write() {
         let frames = recordedFrames.load(ordering: .acquiring)
-        let temporary = path + ".partial"
-        guard let file = fopen(temporary, "wb") else { return }
-        let written = fwrite(samples, MemoryLayout<Float>.size * channels, frames, file)
+        guard frames > writtenFrames || writtenFrames == 0, let file = fopen(path, writtenFrames == 0 ? "wb" : "ab") else { return }
+        writtenFrames += fwrite(samples + writtenFrames * channels, MemoryLayout<Float>.size * channels,
+                                frames - writtenFrames, file)
         fclose(file)
-        if written == frames { rename(temporary, path) } else { unlink(temporary) }
     }
 }
