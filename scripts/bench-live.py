@@ -239,12 +239,15 @@ def own_record_difference(calls_path, ir_path):
     if not os.path.exists(calls_path):  # written by the node's main loop once a second
         return None
     calls = np.fromfile(calls_path, dtype=np.float32).reshape(-1, 4).astype(np.float64)
-    os.remove(calls_path)
     ir = wavfile.read(ir_path)[1].astype(np.float64)
     heard = ~np.isnan(calls[:, 2:]).any(axis=1)
+    wrong = np.zeros(len(calls), dtype=bool)
+    for c in range(2):
+        wrong |= heard & (np.abs(calls[:, 2 + c] - fftconvolve(calls[:, c], ir[:, c])[: len(calls)]) > 1e-4)
     worst = max(float(np.max(np.abs(calls[heard, 2 + c] - fftconvolve(calls[:, c], ir[:, c])[: len(calls)][heard])))
                 for c in range(2))
-    return len(calls), worst
+    first = int(np.argmax(wrong)) if wrong.any() else None
+    return len(calls), worst, int(wrong.sum()), first
 
 
 def recorder_busy(result):
@@ -382,9 +385,9 @@ def main():
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")
             if r["own_record"]:
-                frames, worst = r["own_record"]
+                frames, worst, wrong, first = r["own_record"]
                 print(f"{'':>5} {'':>7}  own record of every call ({frames} frames): output - numpy's convolution of "
-                      f"its own input, worst {worst:.2g} ({'exact' if worst <= 1e-4 else 'WRONG'})")
+                      f"its own input, worst {worst:.2g} ({'exact' if worst <= 1e-4 else f'WRONG: {wrong} frames from frame {first}'})")
     if args.keep:
         print(f"recordings and logs: {directory}")
 

@@ -37,20 +37,29 @@ final class CallRecorder {
 
     deinit { samples.deallocate() }
 
-    /// Real-time safe: copies into the preallocated memory (a missing input buffer is silence, a
-    /// missing output buffer NaN); stops when it is full.
-    func record(inputs: UnsafePointer<UnsafePointer<Float>?>, outputs: UnsafePointer<UnsafeMutablePointer<Float>?>,
-                frameCount: Int) {
+    /// Real-time safe: copies the call's input into the preallocated memory (a missing buffer is
+    /// silence), at the start of the call. Nothing when the memory is full.
+    func recordInputs(_ inputs: UnsafePointer<UnsafePointer<Float>?>, frameCount: Int) {
+        copy(channels: 0..<inputCount, frameCount: frameCount, missing: 0) { inputs[$0] }
+    }
+
+    /// Real-time safe: copies the call's output (a missing buffer is NaN) and counts the call.
+    func recordOutputs(_ outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int) {
+        guard copy(channels: inputCount..<channels, frameCount: frameCount, missing: .nan,
+                   { UnsafePointer(outputs[$0 - inputCount]) }) else { return }
+        recordedFrames.store(recordedFrames.load(ordering: .relaxed) + frameCount, ordering: .releasing)
+    }
+
+    @discardableResult
+    private func copy(channels range: Range<Int>, frameCount: Int, missing: Float,
+                      _ buffer: (Int) -> UnsafePointer<Float>?) -> Bool {
         let start = recordedFrames.load(ordering: .relaxed)
-        guard start + frameCount <= Self.capacityFrames else { return }
-        for channel in 0..<channels {
-            let source = channel < inputCount ? inputs[channel] : UnsafePointer(outputs[channel - inputCount])
-            let missing: Float = channel < inputCount ? 0 : .nan
-            for frame in 0..<frameCount {
-                samples[(start + frame) * channels + channel] = source?[frame] ?? missing
-            }
+        guard start + frameCount <= Self.capacityFrames else { return false }
+        for channel in range {
+            let source = buffer(channel)
+            for frame in 0..<frameCount { samples[(start + frame) * channels + channel] = source?[frame] ?? missing }
         }
-        recordedFrames.store(start + frameCount, ordering: .releasing)
+        return true
     }
 
     /// Main loop: appends the frames recorded since the last write (the first write starts the file).

@@ -227,6 +227,8 @@ final class RealtimeProcessor {
     /// One cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount` frames
     /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
+        // The input as the engine reads it, now: a late call's upstream may rewrite it meanwhile.
+        callRecorder?.recordInputs(UnsafePointer(inputBuffers), frameCount: frameCount)
         if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
             if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
@@ -276,7 +278,7 @@ final class RealtimeProcessor {
 
         countSilentInput(frameCount: frameCount)
         if allocateInProcessForTesting { testAllocationSink = [Float](repeating: 0, count: frameCount + 1) }
-        callRecorder?.record(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(outputBuffers), frameCount: frameCount)
+        callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount)
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
