@@ -43,6 +43,7 @@ RATE = 48000
 PORTS = "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 COMPARE = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/compare_recording.py")
+COMPARE_CALLS = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/compare_calls.py")
 
 
 def synthetic_ir(seconds, seed):
@@ -234,20 +235,12 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
 
 
 def own_record_difference(calls_path, ir_path):
-    """Our node's own record of its calls: (frames, worst difference of its output from numpy's
-    convolution of its own input), over the calls that had output buffers; None if there is none."""
+    """Our node's own record of its calls held to numpy's convolution of its own input (the test
+    suite's compare_calls.py): its JSON result, or None if the node wrote no record."""
     if not os.path.exists(calls_path):  # written by the node's main loop once a second
         return None
-    calls = np.fromfile(calls_path, dtype=np.float32).reshape(-1, 4).astype(np.float64)
-    ir = wavfile.read(ir_path)[1].astype(np.float64)
-    heard = ~np.isnan(calls[:, 2:]).any(axis=1)
-    wrong = np.zeros(len(calls), dtype=bool)
-    for c in range(2):
-        wrong |= heard & (np.abs(calls[:, 2 + c] - fftconvolve(calls[:, c], ir[:, c])[: len(calls)]) > 1e-4)
-    worst = max(float(np.max(np.abs(calls[heard, 2 + c] - fftconvolve(calls[:, c], ir[:, c])[: len(calls)][heard])))
-                for c in range(2))
-    first = int(np.argmax(wrong)) if wrong.any() else None
-    return len(calls), worst, int(wrong.sum()), first
+    compared = subprocess.run([sys.executable, COMPARE_CALLS, calls_path, ir_path], check=True, capture_output=True, text=True)
+    return json.loads(compared.stdout)
 
 
 def recorder_busy(result):
@@ -385,9 +378,10 @@ def main():
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")
             if r["own_record"]:
-                frames, worst, wrong, first = r["own_record"]
-                print(f"{'':>5} {'':>7}  own record of every call ({frames} frames): output - numpy's convolution of "
-                      f"its own input, worst {worst:.2g} ({'exact' if worst <= 1e-4 else f'WRONG: {wrong} frames from frame {first}'})")
+                own = r["own_record"]
+                verdict = "exact" if own["wrongFrames"] == 0 else f"WRONG: {own['wrongFrames']} frames from frame {own['firstWrong']}"
+                print(f"{'':>5} {'':>7}  own record of every call ({own['frames']} frames): output - numpy's convolution of "
+                      f"its own input, worst {own['worst']:.2g} ({verdict})")
     if args.keep:
         print(f"recordings and logs: {directory}")
 

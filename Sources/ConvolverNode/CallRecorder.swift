@@ -13,7 +13,7 @@ final class CallRecorder {
     static let environmentKey = "SWIFT_CONVOLVER_TEST_RECORD_CALLS"
     static let capacityFrames = 120 * 48000
 
-    let path: String
+    private let path: String
     private let inputCount: Int
     private let channels: Int
     private let samples: UnsafeMutablePointer<Float>

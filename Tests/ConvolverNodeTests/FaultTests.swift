@@ -251,23 +251,11 @@ final class FaultTests: XCTestCase {
         print("stalls: node missed cycles \(missed), late cycles \(late)")
         XCTAssertGreaterThan(Int(missed) ?? 0, 0, "the stalls must make the graph skip cycles, or this tests nothing")
 
-        let compared = try daemon.run(["/usr/bin/python3", "-c", """
-            import warnings
-            warnings.simplefilter("ignore")
-            import numpy as np
-            from scipy.io import wavfile
-            from scipy.signal import fftconvolve
-            calls = np.fromfile("\(calls)", dtype=np.float32).reshape(-1, 4).astype(np.float64)
-            ir = wavfile.read("\(path("ir.wav"))")[1].astype(np.float64)
-            heard = ~np.isnan(calls[:, 2:]).any(axis=1)  # a call without output buffers: nothing to hear
-            worst, played = 0.0, int(np.count_nonzero(calls[:, :2]))
-            for channel in range(2):
-                expected = fftconvolve(calls[:, channel], ir[:, channel])[: len(calls)]
-                worst = max(worst, float(np.max(np.abs(calls[heard, 2 + channel] - expected[heard]))))
-            print(len(calls), int(np.count_nonzero(~heard)), played, worst)
-            """], timeout: 60)
+        let compared = try daemon.run(["/usr/bin/python3", BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/compare_calls.py",
+                                       calls, path("ir.wav")], timeout: 60)
         XCTAssertEqual(compared.status, 0, compared.output)
-        let fields = compared.output.split(whereSeparator: \.isWhitespace).compactMap { Double($0) }
+        let result = try JSONSerialization.jsonObject(with: Data(compared.output.utf8)) as? [String: Any] ?? [:]
+        let fields = ["frames", "withoutOutputs", "playedSamples", "worst"].compactMap { (result[$0] as? NSNumber)?.doubleValue }
         XCTAssertEqual(fields.count, 4, compared.output)
         guard fields.count == 4 else { return }
         print("stalls: \(Int(fields[0])) frames recorded by the node (\(Int(fields[1])) without output buffers), "

@@ -277,13 +277,14 @@ class Reference:
             return None
         best, best_length = None, 0
         lacked_before = self.lacked_frames(at)
+        # The count to try first: across silent rows too, when the rows next to `at` are silent.
+        shown = lacked_before if lacked_before is not None else self.lacked_frames(at, True)
         for quantum in self.quanta:
             # Per place the lost cycles may sit (see `delay` below): the played frames the recording
             # lacks there, and what the row at `at` may hold.
             lacked = {0: lacked_before, quantum: self.lacked_frames(at + quantum)}
             overrides = {delay: self.first_row_overrides(at, quantum, delay) for delay in (0, quantum)}
-            for cycles in self.cycle_counts(lacked_before if lacked_before is not None else self.lacked_frames(at, True),
-                                            quantum):
+            for cycles in self.cycle_counts(shown, quantum):
                 length = cycles * quantum
                 # `delay` 0: the lost cycles come before the recorded block at `at`; `quantum`: after
                 # it, and the recording has that block's input but took the next call's output.
