@@ -6,13 +6,13 @@ import CPipeWire
 /// (module-filter-chain). `onGone` runs once, on the main loop, when the connection ends (proxy
 /// destroyed, or EPIPE on the core); the hooks are removed by then. Call `remove()` before
 /// disconnecting the core yourself. PipeWire keeps pointers to the hooks: they live in this object.
-final class CoreListener {
+public final class CoreListener {
     private let coreListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private let proxyListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private var listening = false
     private var onGone: ((String) -> Void)?
 
-    init(core: OpaquePointer, onGone: @escaping (String) -> Void) {
+    public init(core: OpaquePointer, onGone: @escaping (String) -> Void) {
         coreListener.initialize(to: spa_hook())
         proxyListener.initialize(to: spa_hook())
         self.onGone = onGone
@@ -29,7 +29,7 @@ final class CoreListener {
     }
 
     /// Removes the hooks (idempotent); `onGone` will not run after this.
-    func remove() {
+    public func remove() {
         guard listening else { return }
         spa_hook_remove(coreListener)
         spa_hook_remove(proxyListener)

@@ -9,19 +9,16 @@ public enum StandaloneClient {
     /// saying the node is up.
     public static func run(_ configuration: NodeConfiguration, sampleRate: Int = 48000,
                            onRunning: (String) -> Void = { _ in }) throws(ConvolverNodeError) {
-        // Block SIGINT/SIGTERM before any thread exists, so every PipeWire thread inherits the
-        // mask and the loop's signalfd sources below receive them (instead of the default action
-        // killing the process on whichever thread the kernel picks).
-        var stopSignals = sigset_t()
-        sigemptyset(&stopSignals)
-        sigaddset(&stopSignals, SIGINT)
-        sigaddset(&stopSignals, SIGTERM)
-        pthread_sigmask(SIG_BLOCK, &stopSignals, nil)
-        pw_init(nil, nil)
-        defer { pw_deinit() }
-        guard let mainLoop = pw_main_loop_new(nil) else { throw .pipeWire(call: "pw_main_loop_new", errno: errno) }
-        defer { pw_main_loop_destroy(mainLoop) }
-        let loop = pw_main_loop_get_loop(mainLoop)!
+        let mainLoop = try PipeWireMainLoop()
+        try withExtendedLifetime(mainLoop) { () throws(ConvolverNodeError) in
+            try run(configuration, sampleRate: sampleRate, on: mainLoop, onRunning: onRunning)
+        }
+    }
+
+    /// Everything on the loop lives only in here: it is gone before the main loop.
+    private static func run(_ configuration: NodeConfiguration, sampleRate: Int, on mainLoop: PipeWireMainLoop,
+                            onRunning: (String) -> Void) throws(ConvolverNodeError) {
+        let loop = mainLoop.loop
         // client-rt.conf, as pw-play and pw-jack use: it loads module-rt, which gives the data thread
         // and the helpers (through the context's thread utils) real-time scheduling; the default
         // client.conf does not, and then both run at normal priority.
@@ -33,21 +30,10 @@ public enum StandaloneClient {
             throw .pipeWire(call: "pw_context_connect (is PipeWire running for this XDG_RUNTIME_DIR?)", errno: errno)
         }
 
-        // Signals arrive through the loop (signalfd): `data` is the main loop.
-        let quit: spa_source_signal_func_t = { data, _ in
-            guard let data else { return }
-            pw_main_loop_quit(OpaquePointer(data))
-        }
-        let interrupt = cpw_loop_add_signal(loop, SIGINT, quit, UnsafeMutableRawPointer(mainLoop))
-        let terminate = cpw_loop_add_signal(loop, SIGTERM, quit, UnsafeMutableRawPointer(mainLoop))
-        defer {
-            cpw_loop_destroy_source(loop, interrupt)
-            cpw_loop_destroy_source(loop, terminate)
-        }
         var serverGone: String?
         let coreListener = CoreListener(core: core) { reason in
             serverGone = reason
-            pw_main_loop_quit(mainLoop)
+            mainLoop.quit()
         }
 
         let node: ConvolverFilterNode
@@ -60,7 +46,7 @@ public enum StandaloneClient {
             throw error
         }
         onRunning(runningLine(configuration) + "; SIGINT/SIGTERM to stop")
-        pw_main_loop_run(mainLoop)
+        mainLoop.run()
 
         node.destroy()
         if serverGone == nil {

@@ -1,5 +1,6 @@
 // `pw-convolver top`: per-node timing from PipeWire's profiler, like `pw-top -b` of newer PipeWire
 // (Debian 12's 0.3.65 pw-top has no batch mode, and its ERR column stays 0 under a dummy driver).
+import ConvolverNode
 import Foundation
 
 enum TopCommand: Command {
@@ -58,41 +59,47 @@ enum TopCommand: Command {
 
     static func run(_ arguments: [String]) throws {
         let options = try parse(arguments)
-        let client = try ProfilerClient()
-        try client.waitForProfiler(timeout: 5)
-        installStopSignalHandlers()
+        let mainLoop = try PipeWireMainLoop()
+        try withExtendedLifetime(mainLoop) { try run(options, on: mainLoop) }
+    }
+
+    /// The client lives only in here: it is gone before the main loop.
+    private static func run(_ options: Options, on mainLoop: PipeWireMainLoop) throws {
+        let client = try ProfilerClient(loop: mainLoop.loop)
+        try client.waitForProfiler(on: mainLoop, timeout: 5)
 
         let start = Date()
-        let end = options.seconds.map { start.addingTimeInterval($0) }
-        var nextRefresh = start.addingTimeInterval(1)
         var nodeSeen = false
-        while stopRequested == 0 {
-            let now = Date()
-            if let end, now >= end { break }
-            if now < nextRefresh { usleep(20_000); continue }
-            nextRefresh = nextRefresh.addingTimeInterval(1)
-            client.lock()
-            let snapshot = client.interval
-            client.interval = snapshot.emptied()
-            let total = client.total
-            let decodingError = client.decodingError
-            client.unlock()
-            if let decodingError { throw decodingError }
-            let nodes = selected(snapshot.orderedNodes, options.node)
+        var failure: (any Error)?
+        client.onChange = { [unowned mainLoop] in
+            if let lost = client.connectionLost {
+                failure = ProfilerClientError.connectionLost(lost)
+            } else if let decodingError = client.decodingError {
+                failure = decodingError
+            }
+            if failure != nil { mainLoop.quit() }
+        }
+        let refresh = mainLoop.timer(after: 1, every: 1) {
+            let nodes = selected(client.interval.orderedNodes, options.node)
+            client.interval = client.interval.emptied()
             nodeSeen = nodeSeen || nodes.contains { $0.cycles > 0 }
             if options.batch {
                 printTable(nodes)
             } else {
-                let lateTotal = selected(total.orderedNodes, options.node).reduce(0) { $0 + $1.lateCycles }
+                let lateTotal = selected(client.total.orderedNodes, options.node).reduce(0) { $0 + $1.lateCycles }
                 print("\u{1b}[H\u{1b}[2J", terminator: "")
-                print("pw-convolver top  \(String(format: "%.0f", now.timeIntervalSince(start))) s  late cycles since start: \(lateTotal)  (Ctrl-C quits)")
+                print("pw-convolver top  \(String(format: "%.0f", Date().timeIntervalSince(start))) s  late cycles since start: \(lateTotal)  (Ctrl-C quits)")
                 printTable(nodes)
             }
         }
-        client.lock()
-        let total = client.total
-        client.unlock()
-        let totalNodes = selected(total.orderedNodes, options.node)
+        let end = options.seconds.map { seconds in mainLoop.timer(after: seconds) { [unowned mainLoop] in mainLoop.quit() } }
+        mainLoop.run()
+        refresh.cancel()
+        end?.cancel()
+        client.onChange = {}
+        if let failure { throw failure }
+
+        let totalNodes = selected(client.total.orderedNodes, options.node)
         nodeSeen = nodeSeen || totalNodes.contains { $0.cycles > 0 }
         if options.batch {
             print("TOTAL \(String(format: "%.1f", Date().timeIntervalSince(start))) s")
@@ -114,12 +121,4 @@ enum TopCommand: Command {
         for node in nodes { print(TopTable.line(node)) }
         fflush(stdout)  // lines must reach a pipe every second, not when the buffer fills
     }
-}
-
-/// Set by SIGINT/SIGTERM; the refresh loop polls it.
-nonisolated(unsafe) private var stopRequested: sig_atomic_t = 0
-
-private func installStopSignalHandlers() {
-    signal(SIGINT) { _ in stopRequested = 1 }
-    signal(SIGTERM) { _ in stopRequested = 1 }
 }

@@ -1,11 +1,13 @@
 // A PipeWire client that binds the daemon's Profiler object (module-profiler) and collects its
-// cycles, as pw-top does. Runs in a pw_thread_loop; the caller reads the statistics under its lock.
+// cycles, as pw-top does. It runs on the caller's main loop: one thread, no locks.
+import ConvolverNode
 import CPipeWire
 import Foundation
 
 enum ProfilerClientError: Error, CustomStringConvertible {
     case cannotConnect(runtimeDirectory: String)
     case noProfiler
+    case connectionLost(String)
     case pipewire(what: String, errno: Int32)
 
     var description: String {
@@ -14,6 +16,8 @@ enum ProfilerClientError: Error, CustomStringConvertible {
             "cannot connect to PipeWire (XDG_RUNTIME_DIR=\(directory)): is a daemon running there?"
         case .noProfiler:
             "the PipeWire daemon has no Profiler object: add `{ name = libpipewire-module-profiler }` to its context.modules"
+        case .connectionLost(let reason):
+            "lost the connection to PipeWire: \(reason)"
         case .pipewire(let what, let errno):
             "\(what) failed: \(String(cString: strerror(errno)))"
         }
@@ -27,7 +31,6 @@ private let profilerInterfaceType = "PipeWire:Interface:Profiler"
 private let profilerVersion: UInt32 = 3
 
 final class ProfilerClient {
-    private let threadLoop: OpaquePointer
     private let context: OpaquePointer
     private let core: OpaquePointer
     private let registry: OpaquePointer
@@ -41,26 +44,28 @@ final class ProfilerClient {
     private let proxyEvents = UnsafeMutablePointer<pw_proxy_events>.allocate(capacity: 1)
     private let profilerEvents = UnsafeMutablePointer<pw_profiler_events>.allocate(capacity: 1)
 
-    /// Written on the loop thread; read by others only between `lock()` and `unlock()`.
+    /// The cycles since the caller last emptied it, and since the start.
     var interval = GraphStatistics()
     var total = GraphStatistics()
     private(set) var registryDone = false
     private(set) var decodingError: ProfileDecodingError?
+    /// Why the connection ended, if it did.
+    private(set) var connectionLost: String?
     private var syncSequence: Int32 = -1
+    private var coreListener: CoreListener?
+    /// Runs on the loop when the registry was enumerated, a decoding failed or the connection ended.
+    var onChange: () -> Void = {}
 
-    init() throws(ProfilerClientError) {
-        pw_init(nil, nil)
-        guard let threadLoop = pw_thread_loop_new("pw-convolver-top", nil) else {
-            throw .pipewire(what: "pw_thread_loop_new", errno: errno)
-        }
-        self.threadLoop = threadLoop
-        guard let context = pw_context_new(pw_thread_loop_get_loop(threadLoop), nil, 0) else {
+    /// Connects on `loop` (the caller runs it).
+    init(loop: UnsafeMutablePointer<pw_loop>) throws(ProfilerClientError) {
+        guard let context = pw_context_new(loop, nil, 0) else {
             throw .pipewire(what: "pw_context_new", errno: errno)
         }
         self.context = context
         // Registers the client side of the Profiler protocol (as pw-top does).
         _ = pw_context_load_module(context, "libpipewire-module-profiler", nil, nil)
         guard let core = pw_context_connect(context, nil, 0) else {
+            pw_context_destroy(context)
             throw .cannotConnect(runtimeDirectory: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "(unset)")
         }
         self.core = core
@@ -90,7 +95,10 @@ final class ProfilerClient {
         proxyEvents.pointee.done = { data, sequence in
             guard let data else { return }
             let client = ProfilerClient.from(data)
-            if sequence == client.syncSequence { client.registryDone = true }
+            if sequence == client.syncSequence {
+                client.registryDone = true
+                client.onChange()
+            }
         }
         profilerEvents.initialize(to: pw_profiler_events())
         profilerEvents.pointee.version = UInt32(PW_VERSION_PROFILER_EVENTS)
@@ -104,39 +112,42 @@ final class ProfilerClient {
         pw_proxy_add_listener(registryProxy, registryProxyHook, proxyEvents, userData)
         // The reply to this sync arrives after every existing global was announced.
         syncSequence = pw_proxy_sync(registryProxy, 0)
-        guard pw_thread_loop_start(threadLoop) == 0 else { throw .pipewire(what: "pw_thread_loop_start", errno: errno) }
+        coreListener = CoreListener(core: core) { [unowned self] reason in
+            connectionLost = reason
+            onChange()
+        }
     }
 
     deinit {
-        pw_thread_loop_stop(threadLoop)
-        spa_hook_remove(profilerHook)
-        spa_hook_remove(registryHook)
-        spa_hook_remove(registryProxyHook)
-        if let profiler { pw_proxy_destroy(profiler) }
-        pw_proxy_destroy(registry)
-        pw_core_disconnect(core)
-        pw_context_destroy(context)
-        pw_thread_loop_destroy(threadLoop)
+        if connectionLost == nil {
+            if let profiler {
+                spa_hook_remove(profilerHook)
+                pw_proxy_destroy(profiler)
+            }
+            spa_hook_remove(registryHook)
+            spa_hook_remove(registryProxyHook)
+            pw_proxy_destroy(registry)
+            coreListener?.remove()
+            pw_core_disconnect(core)
+        }
+        pw_context_destroy(context)  // after a lost connection: also the core and its proxies
         for hook in [registryHook, registryProxyHook, profilerHook] { hook.deallocate() }
         registryEvents.deallocate()
         proxyEvents.deallocate()
         profilerEvents.deallocate()
     }
 
-    func lock() { pw_thread_loop_lock(threadLoop) }
-    func unlock() { pw_thread_loop_unlock(threadLoop) }
-
-    /// Waits until the registry was enumerated; throws if no Profiler object was among the globals.
-    func waitForProfiler(timeout: TimeInterval) throws(ProfilerClientError) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            lock()
-            let (done, bound) = (registryDone, profiler != nil)
-            unlock()
-            if bound { return }
-            if done { throw .noProfiler }
-            usleep(10_000)
-        }
+    /// Runs `mainLoop` until the registry was enumerated, then: returns if the daemon has a
+    /// Profiler object (now bound), else throws.
+    func waitForProfiler(on mainLoop: PipeWireMainLoop, timeout: Double) throws(ProfilerClientError) {
+        onChange = { [unowned mainLoop] in mainLoop.quit() }
+        let timeout = mainLoop.timer(after: timeout) { [unowned mainLoop] in mainLoop.quit() }
+        mainLoop.run()
+        timeout.cancel()
+        onChange = {}
+        if let connectionLost { throw .connectionLost(connectionLost) }
+        if profiler != nil { return }
+        if registryDone { throw .noProfiler }
         throw .cannotConnect(runtimeDirectory: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "(unset)")
     }
 
@@ -168,6 +179,7 @@ final class ProfilerClient {
             }
         } catch {
             decodingError = error
+            onChange()
         }
     }
 }

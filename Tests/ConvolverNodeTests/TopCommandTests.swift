@@ -108,6 +108,30 @@ final class TopCommandTests: XCTestCase {
         XCTAssertTrue(result.error.contains(empty.path), result.error)
     }
 
+    /// bench-live and `make demo` stop top with SIGINT: it prints the TOTAL block and exits 0. The
+    /// signal reaches top's main loop (signalfd), never one of PipeWire's threads.
+    func testSIGINTEndsItWithTheTotalBlock() throws {
+        for _ in 0 ..< 3 {
+            let result = try capture(topExecutable.path, ["top", "--batch"], environment: [:]) { top in
+                usleep(1_300_000)
+                kill(top.processIdentifier, SIGINT)
+            }
+            XCTAssertEqual(result.status, 0, result.error)
+            XCTAssertTrue(result.output.contains("\nTOTAL "), result.output)
+            XCTAssertTrue(result.output.hasSuffix("Dummy-Driver\n"), result.output)  // the TOTAL table's rows
+        }
+    }
+
+    /// The daemon going away ends top with an error saying so, instead of a table-less wait forever.
+    func testTheDaemonGoingAwayEndsItWithAnError() throws {
+        let result = try capture(topExecutable.path, ["top", "--batch"], environment: [:]) { _ in
+            usleep(1_300_000)
+            self.daemon?.terminate()
+        }
+        XCTAssertEqual(result.status, 1, result.output)
+        XCTAssertTrue(result.error.contains("lost the connection to PipeWire"), result.error)
+    }
+
     // MARK: - helpers
 
     /// One table line: S ID QUANT RATE CYCLES WAIT-AVG WAIT-P99 WAIT-MAX BUSY-AVG BUSY-P99 BUSY-MAX B/Q LATE NAME.
@@ -178,8 +202,10 @@ final class TopCommandTests: XCTestCase {
     /// Runs a tool to completion (killed after `timeout`). Output goes through files, not pipes, and
     /// completion is polled: a pipe read blocked here once when a daemon started by the tool kept
     /// the test waiting.
+    /// `meanwhile` runs once the tool has started.
     private func capture(_ executable: String, _ arguments: [String], environment overrides: [String: String],
-                         timeout: TimeInterval = 30) throws -> (status: Int32, output: String, error: String)
+                         timeout: TimeInterval = 30, meanwhile: (Process) -> Void = { _ in })
+        throws -> (status: Int32, output: String, error: String)
     {
         let outputFile = runtimeDirectory.appendingPathComponent("out-\(UUID().uuidString)")
         let errorFile = runtimeDirectory.appendingPathComponent("err-\(UUID().uuidString)")
@@ -194,6 +220,7 @@ final class TopCommandTests: XCTestCase {
         process.standardOutput = try FileHandle(forWritingTo: outputFile)
         process.standardError = try FileHandle(forWritingTo: errorFile)
         try process.run()
+        meanwhile(process)
         let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
