@@ -205,6 +205,8 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         top_output = top.communicate(timeout=30)[0]
         with open(os.path.join(graph.directory, f"top-{tag}.txt"), "w") as saved:  # every node, for --keep
             saved.write(top_output)
+        if top.returncode != 0:
+            raise RuntimeError(f"pw-convolver top exited {top.returncode}:\n{top_output[-3000:]}")
         recorder.send_signal(signal.SIGINT)  # pw-record writes its WAV header on SIGINT
         recorder.wait(timeout=30)
     finally:
