@@ -26,7 +26,8 @@ enum TopCommand: Command {
                      interval a block headed `TOTAL <seconds> s` gives the figures over the whole run
       --seconds S    stop after S seconds (default: until Ctrl-C)
       --node NAME    only the node with this node.name (or id); exit status 1 if it never appears
-    Connects to the daemon of $XDG_RUNTIME_DIR (or $PIPEWIRE_REMOTE).
+    Connects to the daemon of $XDG_RUNTIME_DIR (or $PIPEWIRE_REMOTE); if the daemon goes away,
+    exits with status 1 and says so.
     """
 
     struct Options {

@@ -17,7 +17,7 @@ enum ProfilerClientError: Error, CustomStringConvertible {
         case .noProfiler:
             "the PipeWire daemon has no Profiler object: add `{ name = libpipewire-module-profiler }` to its context.modules"
         case .connectionLost(let reason):
-            "lost the connection to PipeWire: \(reason)"
+            reason
         case .pipewire(let what, let errno):
             "\(what) failed: \(String(cString: strerror(errno)))"
         }

@@ -129,7 +129,7 @@ final class TopCommandTests: XCTestCase {
             self.daemon?.terminate()
         }
         XCTAssertEqual(result.status, 1, result.output)
-        XCTAssertTrue(result.error.contains("lost the connection to PipeWire"), result.error)
+        XCTAssertTrue(result.error.contains("PipeWire went away"), result.error)
     }
 
     // MARK: - helpers
