@@ -164,9 +164,9 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         calls_path = None
     else:
         name = f"swconv-{tag}"
-        # THE NODE STEP: runs once the node helper's `pw-convolver run` is on main.
         # The node's own record of every call's input and output (CallRecorder, a test seam; its
-        # copying, about 4 KB a call at quantum 256, counts against our node's CPU).
+        # copying, about 4 KB a call at quantum 256, counts against our node's CPU; the file is
+        # written when the node stops, after the CPU was measured).
         calls_path = os.path.join(graph.directory, f"calls-{tag}.f32")
         node = graph.start([executable, "run", "--ir", ir_path, "--name", name], f"{tag}.log",
                            extra_env={"SWIFT_CONVOLVER_TEST_RECORD_CALLS": calls_path})
@@ -239,7 +239,7 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
 def own_record_difference(calls_path, ir_path):
     """Our node's own record of its calls held to numpy's convolution of its own input (the test
     suite's compare_calls.py): its JSON result, or None if the node wrote no record."""
-    if not os.path.exists(calls_path):  # written by the node's main loop once a second
+    if not os.path.exists(calls_path):  # written by the node when it stops
         return None
     compared = subprocess.run([sys.executable, COMPARE_CALLS, calls_path, ir_path], check=True, capture_output=True, text=True)
     return json.loads(compared.stdout)

@@ -4,8 +4,9 @@ import Synchronization
 
 /// When `SWIFT_CONVOLVER_TEST_RECORD_CALLS` names a file (read once, at setup), the data thread
 /// copies every call's input and output port buffers into memory allocated here (up to two
-/// minutes at 48 kHz), and once a second the main loop appends the frames recorded since to that
-/// file: raw float32 frames of every input channel, then every output channel. A test (or
+/// minutes at 48 kHz), and when the node is destroyed the main loop writes them to that file: raw
+/// float32 frames of every input channel, then every output channel. (Not while the node runs: the
+/// kernel's copy into the page cache was a fifth of a short IR's CPU in bench-live.) A test (or
 /// bench-live) can then hold the output to the exact convolution of the node's own input, whatever
 /// the graph did around it (stalls, missed or repeated cycles, cycles its recording lost). Never
 /// set outside tests and benchmarks.
@@ -19,8 +20,6 @@ final class CallRecorder {
     private let samples: UnsafeMutablePointer<Float>
     /// Frames recorded, published by the data thread after their samples.
     private let recordedFrames = Atomic<Int>(0)
-    /// Frames in the file (main loop only).
-    private var writtenFrames = 0
 
     static func fromEnvironment(inputCount: Int, outputCount: Int) -> CallRecorder? {
         guard let path = ProcessInfo.processInfo.environment[environmentKey], !path.isEmpty else { return nil }
@@ -62,12 +61,10 @@ final class CallRecorder {
         return true
     }
 
-    /// Main loop: appends the frames recorded since the last write (the first write starts the file).
+    /// Main loop, once the data thread is gone: writes the file.
     func write() {
-        let frames = recordedFrames.load(ordering: .acquiring)
-        guard frames > writtenFrames || writtenFrames == 0, let file = fopen(path, writtenFrames == 0 ? "wb" : "ab") else { return }
-        writtenFrames += fwrite(samples + writtenFrames * channels, MemoryLayout<Float>.size * channels,
-                                frames - writtenFrames, file)
+        guard let file = fopen(path, "wb") else { return }
+        fwrite(samples, MemoryLayout<Float>.size * channels, recordedFrames.load(ordering: .acquiring), file)
         fclose(file)
     }
 }

@@ -189,6 +189,7 @@ public final class ConvolverFilterNode {
         wakeEvent = nil
         realtime.wakeSource = nil
         // The data thread is gone: every engine slot is ours to free.
+        realtime.callRecorder?.write()
         for pointer in [realtime.activeEngine, realtime.fadingEngine, realtime.takeOffered(),
                         realtime.retiredEngine.exchange(nil, ordering: .acquiring)] {
             if let pointer { Self.free(pointer) }
@@ -334,7 +335,6 @@ public final class ConvolverFilterNode {
     private func publishStatistics() {
         guard filter != nil || sinkStreams != nil else { return }
         replanForRunningQuantum()   // the silence it waits for may have come since the last wake-up
-        realtime.callRecorder?.write()
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"
