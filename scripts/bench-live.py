@@ -33,7 +33,6 @@ import warnings
 
 import numpy as np
 from scipy.io import wavfile
-from scipy.signal import fftconvolve
 
 
 # pw-record writes a LIST chunk scipy does not read; harmless.

@@ -1,6 +1,5 @@
 // Test seam: the node's own input and output, call by call, as the data thread saw them.
 import Foundation
-import Synchronization
 
 /// When `SWIFT_CONVOLVER_TEST_RECORD_CALLS` names a file (read once, at setup), the data thread
 /// copies every call's input and output port buffers into memory allocated here (up to two
@@ -18,8 +17,8 @@ final class CallRecorder {
     private let inputCount: Int
     private let channels: Int
     private let samples: UnsafeMutablePointer<Float>
-    /// Frames recorded, published by the data thread after their samples.
-    private let recordedFrames = Atomic<Int>(0)
+    /// Frames recorded: the data thread's until the node is destroyed (then `write` reads it).
+    private var recordedFrames = 0
 
     static func fromEnvironment(inputCount: Int, outputCount: Int) -> CallRecorder? {
         guard let path = ProcessInfo.processInfo.environment[environmentKey], !path.isEmpty else { return nil }
@@ -46,13 +45,13 @@ final class CallRecorder {
     func recordOutputs(_ outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int) {
         guard copy(channels: inputCount..<channels, frameCount: frameCount, missing: .nan,
                    { UnsafePointer(outputs[$0 - inputCount]) }) else { return }
-        recordedFrames.store(recordedFrames.load(ordering: .relaxed) + frameCount, ordering: .releasing)
+        recordedFrames += frameCount
     }
 
     @discardableResult
     private func copy(channels range: Range<Int>, frameCount: Int, missing: Float,
                       _ buffer: (Int) -> UnsafePointer<Float>?) -> Bool {
-        let start = recordedFrames.load(ordering: .relaxed)
+        let start = recordedFrames
         guard start + frameCount <= Self.capacityFrames else { return false }
         for channel in range {
             let source = buffer(channel)
@@ -64,7 +63,7 @@ final class CallRecorder {
     /// Main loop, once the data thread is gone: writes the file.
     func write() {
         guard let file = fopen(path, "wb") else { return }
-        fwrite(samples, MemoryLayout<Float>.size * channels, recordedFrames.load(ordering: .acquiring), file)
+        fwrite(samples, MemoryLayout<Float>.size * channels, recordedFrames, file)
         fclose(file)
     }
 }
