@@ -34,10 +34,10 @@ public struct MagnitudeResponse: Sendable {
         var folded = [Double](repeating: 0, count: size)
         for (frame, sample) in impulse.enumerated() { folded[frame % size] += Double(sample) }
         for frame in 0..<size { samples.pointer[frame] = Float(folded[frame]) }
-        // SplitSpectra, not two arrays: FFTW's new-array execute needs the imaginary part at the
-        // planning arrays' distance from the real part.
         let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
-        fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0))
+        let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+        fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
+                    scratch: scratch.spectrum(0))
         let real = spectrum.real(0), imaginary = spectrum.imaginary(0)
         magnitudeDB = (0..<fft.binCount).map { bin in
             let power = Double(real[bin]) * Double(real[bin]) + Double(imaginary[bin]) * Double(imaginary[bin])

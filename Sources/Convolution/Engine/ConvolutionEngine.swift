@@ -241,6 +241,7 @@ final class InputHistory {
 private func segmentSpectra(_ level: PartitionPlan.Level, impulses: [[Float]], fft: RealFFT) -> SplitSpectra {
     let spectra = SplitSpectra(count: impulses.count * level.segmentCount, binCount: fft.binCount)
     let window = AlignedFloats(count: fft.size)
+    let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
     let scale = 1 / Float(fft.size)
     for (entry, impulse) in impulses.enumerated() {
         for segment in 0..<level.segmentCount {
@@ -251,7 +252,8 @@ private func segmentSpectra(_ level: PartitionPlan.Level, impulses: [[Float]], f
                 for n in start..<end { window.pointer[n - start] = impulse[n] * scale }
             }
             let index = entry * level.segmentCount + segment
-            fft.forward(window.pointer, real: spectra.real(index), imaginary: spectra.imaginary(index))
+            fft.forward(window.pointer, real: spectra.real(index), imaginary: spectra.imaginary(index),
+                        scratch: scratch.spectrum(0))
         }
     }
     return spectra
@@ -311,6 +313,8 @@ final class HeadLevel {
     /// Per output: the current block's sum over segments 1..<segmentCount (fixed within a block).
     private let olderBlocksSum: SplitSpectra
     private let accumulator: SplitSpectra
+    /// The data thread's FFT scratch.
+    private let fftScratch: InterleavedSpectra
     /// Per input: the current block, zero-padded to the FFT size.
     private let blockBuffers: AlignedFloats
     private let timeBuffer: AlignedFloats
@@ -321,8 +325,9 @@ final class HeadLevel {
     private(set) var partCount = 1
     /// Part p computes outputs `partStart[p] ..< partStart[p + 1]`.
     private var partStart: UnsafeMutablePointer<Int>
-    /// Per part: its multiply-add accumulator (parts run concurrently).
+    /// Per part: its multiply-add accumulator and FFT scratch (parts run concurrently).
     private var partAccumulators: SplitSpectra
+    private var partFFTScratch: InterleavedSpectra
     /// Per output: the inverse FFT of this call's spectrum (2 × blockSize), written by its part.
     private var outputTimes: AlignedFloats
     /// Per output: the `blockSerial` whose older-blocks sum `olderBlocksSum` holds (-1: none).
@@ -342,6 +347,7 @@ final class HeadLevel {
         delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
         olderBlocksSum = SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
         accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
+        fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
         blockBuffers = AlignedFloats(count: routing.inputCount * 2 * blockSize)
         timeBuffer = AlignedFloats(count: 2 * blockSize)
         overlap = AlignedFloats(count: routing.outputCount * blockSize)
@@ -349,6 +355,7 @@ final class HeadLevel {
         partStart[0] = 0
         partStart[1] = routing.outputCount
         partAccumulators = SplitSpectra(count: 1, binCount: 1)
+        partFFTScratch = InterleavedSpectra(count: 1, binCount: 1)
         outputTimes = AlignedFloats(count: 1)
         olderSumBlock = .allocate(capacity: max(routing.outputCount, 1))
         olderSumBlock.initialize(repeating: -1, count: max(routing.outputCount, 1))
@@ -380,6 +387,7 @@ final class HeadLevel {
         }
         partStart[parts] = outputCount
         partAccumulators = SplitSpectra(count: parts, binCount: fft.binCount)
+        partFFTScratch = InterleavedSpectra(count: parts, binCount: fft.binCount)
         outputTimes = AlignedFloats(count: parts > 1 ? outputCount * 2 * blockSize : 1)
         partOutcome.deallocate()
         partOutcome = .allocate(capacity: parts)
@@ -397,7 +405,8 @@ final class HeadLevel {
             if let source = inputs[input] { (block + start).update(from: source + inputOffset, count: count) }
             else { (block + start).update(repeating: 0, count: count) }
             let slot = input * segmentCount + current
-            fft.forward(block, real: delayLine.real(slot), imaginary: delayLine.imaginary(slot))
+            fft.forward(block, real: delayLine.real(slot), imaginary: delayLine.imaginary(slot),
+                        scratch: fftScratch.spectrum(0))
         }
         let completesBlock = start + count == blockSize
         if partCount > 1 {
@@ -439,7 +448,7 @@ final class HeadLevel {
             accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
                                 segments: 0..<1, newestSlot: current, segmentCount: segmentCount,
                                 delayLine: delayLine, filters: filters, routing: routing)
-            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
+            fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
             mix(output: output, time: timeBuffer.pointer, into: outputs, outputOffset: outputOffset,
                 start: start, count: count, completesBlock: completesBlock)
         }
@@ -488,7 +497,7 @@ final class HeadLevel {
                     accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
                                         segments: 0..<1, newestSlot: current, segmentCount: segmentCount,
                                         delayLine: delayLine, filters: filters, routing: routing)
-                    fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer)
+                    fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
                     mix(output: output, time: timeBuffer.pointer, into: outputs, outputOffset: outputOffset,
                         start: start, count: count, completesBlock: completesBlock)
                 }
@@ -520,7 +529,8 @@ final class HeadLevel {
             accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
                                 segments: 0..<1, newestSlot: newestSlot, segmentCount: segmentCount,
                                 delayLine: delayLine, filters: filters, routing: routing)
-            fft.inverse(real: accReal, imaginary: accImaginary, output: outputTimes.pointer + output * 2 * blockSize)
+            fft.inverse(real: accReal, imaginary: accImaginary, output: outputTimes.pointer + output * 2 * blockSize,
+                        scratch: partFFTScratch.spectrum(part))
         }
     }
 
@@ -583,6 +593,7 @@ final class TailLevel {
     private let filters: SplitSpectra
     private let delayLine: SplitSpectra
     private let accumulator: SplitSpectra
+    private let fftScratch: InterleavedSpectra
     private let window: AlignedFloats
     private let timeBuffer: AlignedFloats
     /// Output blocks by job: block j's output o is at `((j % resultSlotCount) * outputCount + o) * blockSize`.
@@ -608,6 +619,7 @@ final class TailLevel {
         filters = segmentSpectra(level, impulses: impulses, fft: fft)
         delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
         accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
+        fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
         window = AlignedFloats(count: 2 * blockSize)
         timeBuffer = AlignedFloats(count: 2 * blockSize)
         resultSlotCount = (offset + blockSize - 1) / blockSize + 2
@@ -641,7 +653,8 @@ final class TailLevel {
     private func transformInput(_ input: Int, block: Int, history: InputHistory) {
         history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
         let x = input * segmentCount + block % segmentCount
-        fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x))
+        fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x),
+                    scratch: fftScratch.spectrum(0))
     }
 
     /// Adds segment 0 (the newest block) to `output`'s accumulator, inverse-transforms it and keeps
@@ -652,7 +665,8 @@ final class TailLevel {
         accumulateDelayLine(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary, output: output,
                             segments: 0..<1, newestSlot: block % segmentCount, segmentCount: segmentCount,
                             delayLine: delayLine, filters: filters, routing: routing)
-        fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer)
+        fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
+                    scratch: fftScratch.spectrum(0))
         let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
         (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
     }

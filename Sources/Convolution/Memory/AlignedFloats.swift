@@ -54,3 +54,19 @@ public final class SplitSpectra {
     }
     func zero() { storage.zero() }
 }
+
+/// `count` interleaved complex spectra (re, im, re, im …) of `binCount` bins, each 64-byte aligned:
+/// FFTW's own format, the scratch a `RealFFT` transforms through (one per thread that transforms).
+public final class InterleavedSpectra {
+    private let stride: Int
+    private let storage: AlignedFloats
+
+    public init(count: Int, binCount: Int) {
+        stride = alignedLength(2 * binCount)
+        storage = AlignedFloats(count: count * stride)
+    }
+
+    @inline(__always) public func spectrum(_ index: Int) -> UnsafeMutablePointer<Float> {
+        storage.pointer + index * stride
+    }
+}

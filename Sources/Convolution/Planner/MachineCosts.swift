@@ -60,12 +60,15 @@ public struct MachineCosts: Sendable {
             let fft = RealFFT.ofSize(size)
             let samples = AlignedFloats(count: size)
             let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
+            let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
             for n in 0..<size { samples.pointer[n] = Float(n % 7) - 3 }
             let repetitions = max(4, (1 << 20) / size)
             fftTimes[size] = fastestOf(3) {
                 for _ in 0..<repetitions {
-                    fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0))
-                    fft.inverse(real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: samples.pointer)
+                    fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
+                                scratch: scratch.spectrum(0))
+                    fft.inverse(real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: samples.pointer,
+                                scratch: scratch.spectrum(0))
                     samples.pointer[0] = 0.5  // keep values bounded: inverse scales by size
                 }
             } / Double(repetitions)
