@@ -9,7 +9,8 @@ enum BenchCommand: Command {
     static let name = "bench"
     static let summary = "benchmark the engine against a uniformly partitioned one"
     static let usage = """
-    Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S]
+    Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S] [--evict-mb M]
+                          [--plan 256,2048,16384]
                               [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N] [--deadline 1]
                               [--split auto|on|off[,...]]
 
@@ -20,6 +21,11 @@ enum BenchCommand: Command {
       --ir-seconds L    IR lengths in seconds, comma-separated (default 1,3,10)
       --blocks L        call sizes in frames, comma-separated (default 64,256,1024)
       --seconds S       seconds of audio per case (default 10; the uniform engine runs at most 3)
+      --evict-mb M      before each call, sweep M MB of other memory (not counted): every call
+                        starts with cold caches, as in a live graph, where other processes run
+                        between two cycles (e.g. 64; default 0: back to back, caches warm)
+      --plan B,B,...    the level block sizes to use instead of the planner's choice (head first,
+                        each level as long as the planner's layout makes it), to price a layout
       --threads T       run the levels on the workgroup's helper threads (auto = cores - 1, levels =
                         one per level, or N), paced in real time like a driver from a SCHED_FIFO
                         thread, beside the inline engine in the same run: worst/p99 data-thread
@@ -39,11 +45,13 @@ enum BenchCommand: Command {
     static let sampleRate = 48000.0
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--threads", "--channels", "--inline-levels", "--inline-job-us", "--deadline", "--split"])
+        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--evict-mb", "--plan", "--threads", "--channels", "--inline-levels", "--inline-job-us", "--deadline", "--split"])
         let json = options.flag("--json")
         let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
         let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
         let seconds = try options.double("--seconds") ?? 10
+        let evictMegabytes = try options.integer("--evict-mb", in: 0...4096) ?? 0
+        let planBlocks = try options.integers("--plan")
         let threads = try options.string("--threads").map { value in
             guard let count = ThreadCount(argument: value) else { throw UsageError("--threads: '\(value)' is not 'auto', 'levels' or a positive integer") }
             return count
@@ -60,6 +68,9 @@ enum BenchCommand: Command {
         }
         try options.finish()
         if let threads {
+            if evictMegabytes > 0 || planBlocks != nil {
+                throw UsageError("--evict-mb and --plan: only without --threads (the inline engine)")
+            }
             return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
                                               threads: threads, channels: channels, inlineLevelCount: inlineLevels,
                                               inlineJobMicroseconds: inlineJobMicroseconds,
@@ -67,14 +78,25 @@ enum BenchCommand: Command {
                                               matrix: syntheticStereoMatrix)
         }
 
+        let eviction = evictMegabytes > 0 ? CacheEviction(megabytes: evictMegabytes) : nil
+        if eviction != nil && !json { print("Caches evicted before every call (\(evictMegabytes) MB swept, not counted).") }
         for length in irSeconds {
             let matrix = syntheticStereoMatrix(seconds: length)
             for block in blocks {
-                let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: block))
-                let partitioned = measure(engine, block: block, seconds: seconds)
+                var configuration = EngineConfiguration(expectedBlockSize: block)
+                if let planBlocks {
+                    guard let head = planBlocks.first,
+                          let levels = PartitionPlanner.layout(length: matrix.impulseLength, headBlock: head,
+                                                               tailSizes: Array(planBlocks.dropFirst())) else {
+                        throw UsageError("--plan: \(planBlocks) leaves a level past the IR's end")
+                    }
+                    configuration.fixedPlan = PartitionPlan(levels: levels)
+                }
+                let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
+                let partitioned = measure(engine, block: block, seconds: seconds, eviction: eviction)
                 let uniformEngine = try ConvolutionEngine(
                     matrix: matrix, configuration: .uniform(blockSize: block, impulseLength: matrix.impulseLength))
-                let uniform = measure(uniformEngine, block: block, seconds: min(seconds, 3))
+                let uniform = measure(uniformEngine, block: block, seconds: min(seconds, 3), eviction: eviction)
                 if json {
                     print(partitioned.json(engine: "partitioned", irSeconds: length, block: block, plan: engine.plan))
                     print(uniform.json(engine: "uniform", irSeconds: length, block: block, plan: uniformEngine.plan))
@@ -111,8 +133,9 @@ enum BenchCommand: Command {
         }
     }
 
-    /// Runs `seconds` of stereo noise through `engine` in calls of `block` frames, as fast as it goes.
-    static func measure(_ engine: ConvolutionEngine, block: Int, seconds: Double) -> Measurement {
+    /// Runs `seconds` of stereo noise through `engine` in calls of `block` frames, as fast as it goes
+    /// (after evicting the caches before each call, with an `eviction`: its time is not counted).
+    static func measure(_ engine: ConvolutionEngine, block: Int, seconds: Double, eviction: CacheEviction?) -> Measurement {
         let calls = max(1, Int(seconds * sampleRate) / block)
         let input = AlignedFloats(count: block), left = AlignedFloats(count: block), right = AlignedFloats(count: block)
         for n in 0..<block { input.pointer[n] = Float.random(in: -1...1) }
@@ -122,13 +145,19 @@ enum BenchCommand: Command {
         inputs[0] = UnsafePointer(input.pointer); inputs[1] = UnsafePointer(input.pointer)
         outputs[0] = left.pointer; outputs[1] = right.pointer
         var callTimes = [UInt64](repeating: 0, count: calls)
+        var evictionCPU: UInt64 = 0
         let cpuStart = threadCPUNanoseconds()
         for call in 0..<calls {
+            if let eviction {
+                let evictionStart = threadCPUNanoseconds()
+                eviction.sweep()
+                evictionCPU += threadCPUNanoseconds() - evictionStart
+            }
             let start = monotonicNanos()
             engine.process(inputs: inputs, outputs: outputs, frameCount: block)
             callTimes[call] = monotonicNanos() - start
         }
-        let cpu = Double(threadCPUNanoseconds() - cpuStart)
+        let cpu = Double(threadCPUNanoseconds() - cpuStart - evictionCPU)
         callTimes.sort()
         let audioNanoseconds = Double(calls * block) / sampleRate * 1e9
         return Measurement(cpuPercent: 100 * cpu / audioNanoseconds,
@@ -140,5 +169,25 @@ enum BenchCommand: Command {
         var now = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+/// Memory that is not the engine's, written one byte per cache line: after a sweep larger than the
+/// last-level cache, the engine's code and data must come back from memory, as after other
+/// processes ran between two cycles of a live graph.
+final class CacheEviction {
+    private let bytes: UnsafeMutablePointer<UInt8>
+    private let count: Int
+
+    init(megabytes: Int) {
+        count = megabytes << 20
+        bytes = .allocate(capacity: count)
+        bytes.initialize(repeating: 0, count: count)
+    }
+
+    deinit { bytes.deallocate() }
+
+    func sweep() {
+        for offset in stride(from: 0, to: count, by: 64) { bytes[offset] &+= 1 }
     }
 }

@@ -1,0 +1,42 @@
+import Foundation
+import XCTest
+
+/// `pw-convolver bench`'s options for pricing layouts: the built executable, end to end.
+final class BenchCommandTests: XCTestCase {
+    private func bench(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+        try RenderCommandTests.requireExecutable()
+        let process = Process()
+        process.executableURL = RenderCommandTests.executable
+        process.arguments = ["bench"] + arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        let complaints = errors.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: printed, as: UTF8.self), String(decoding: complaints, as: UTF8.self))
+    }
+
+    func testPlanOptionPricesTheGivenLayoutWithEvictedCaches() throws {
+        // 0.1 s at 48 kHz = 4800 samples: the head runs to 2 x 512, the 512 level to the IR's end.
+        let run = try bench(["--json", "--ir-seconds", "0.1", "--blocks", "64", "--seconds", "0.2",
+                             "--plan", "64,512", "--evict-mb", "8"])
+        XCTAssertEqual(run.status, 0, run.errors)
+        let partitioned = run.output.split(separator: "\n").first { $0.contains(#""engine":"partitioned""#) }
+        XCTAssertNotNil(partitioned, run.output)
+        XCTAssertTrue(partitioned?.contains(#""plan":"64x16 | 512x8@1024""#) ?? false, run.output)
+    }
+
+    func testBadLayoutsAndCombinationsAreRefusedByName() throws {
+        let badBlock = try bench(["--ir-seconds", "0.1", "--blocks", "64", "--seconds", "0.2", "--plan", "64,100"])
+        XCTAssertNotEqual(badBlock.status, 0)
+        XCTAssertTrue(badBlock.errors.contains("invalid partition plan"), badBlock.errors)
+        let pastTheEnd = try bench(["--ir-seconds", "0.01", "--blocks", "64", "--seconds", "0.2", "--plan", "64,512,4096"])
+        XCTAssertNotEqual(pastTheEnd.status, 0)
+        XCTAssertTrue(pastTheEnd.errors.contains("--plan"), pastTheEnd.errors)
+        let threaded = try bench(["--threads", "1", "--evict-mb", "8"])
+        XCTAssertEqual(threaded.status, 2)
+        XCTAssertTrue(threaded.errors.contains("--evict-mb"), threaded.errors)
+    }
+}
