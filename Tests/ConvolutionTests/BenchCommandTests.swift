@@ -3,19 +3,8 @@ import XCTest
 
 /// `pw-convolver bench`'s options for pricing layouts: the built executable, end to end.
 final class BenchCommandTests: XCTestCase {
-    private func bench(_ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
-        try RenderCommandTests.requireExecutable()
-        let process = Process()
-        process.executableURL = RenderCommandTests.executable
-        process.arguments = ["bench"] + arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        let complaints = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: printed, as: UTF8.self), String(decoding: complaints, as: UTF8.self))
+    private func bench(_ arguments: [String]) throws -> RenderCommandTests.Run {
+        try RenderCommandTests.runExecutable(["bench"] + arguments)
     }
 
     func testPlanOptionPricesTheGivenLayoutWithEvictedCaches() throws {

@@ -8,23 +8,8 @@ import XCTest
 /// `pw-convolver inspect` end to end: the built executable on IR files with known decays and on
 /// builtin:hall; the printed figures and the SVG (parsed as XML).
 final class InspectCommandTests: XCTestCase {
-    struct Run { var status: Int32; var output: String; var errors: String }
-
-    private func inspect(_ arguments: [String]) throws -> Run {
-        try RenderCommandTests.requireExecutable()
-        let process = Process()
-        process.executableURL = RenderCommandTests.executable
-        process.arguments = ["inspect"] + arguments
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        // Read both to the end before waiting, so a full pipe cannot block the child.
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                   errors: String(decoding: errorData, as: UTF8.self))
+    private func inspect(_ arguments: [String]) throws -> RenderCommandTests.Run {
+        try RenderCommandTests.runExecutable(["inspect"] + arguments)
     }
 
     /// The per-channel table: "channel  peak dBFS  pre-delay ms  EDT s  T20 s  T30 s  RT60 s (from)".

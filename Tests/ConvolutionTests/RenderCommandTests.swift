@@ -20,17 +20,27 @@ final class RenderCommandTests: XCTestCase {
         guard FileManager.default.isExecutableFile(atPath: executable.path) else { throw MissingExecutable() }
     }
 
-    private func render(_ arguments: [String]) throws -> (status: Int32, errors: String) {
+    struct Run { var status: Int32; var output: String; var errors: String }
+
+    /// Runs the built executable (after `requireExecutable`) with `arguments`, to its exit.
+    static func runExecutable(_ arguments: [String]) throws -> Run {
+        try requireExecutable()
         let process = Process()
-        process.executableURL = Self.executable
-        process.arguments = ["render"] + arguments
-        let errors = Pipe()
+        process.executableURL = executable
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
         process.standardError = errors
         try process.run()
-        let data = errors.fileHandleForReading.readDataToEndOfFile()
+        // Read both to the end before waiting, so a full pipe cannot block the child.
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        let errorData = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        return Run(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+                   errors: String(decoding: errorData, as: UTF8.self))
     }
+
+    private func render(_ arguments: [String]) throws -> Run { try Self.runExecutable(["render"] + arguments) }
 
     func testRenderMatchesDirectConvolutionIncludingTheTail() throws {
         try Self.requireExecutable()
