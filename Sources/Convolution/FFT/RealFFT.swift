@@ -11,7 +11,7 @@ import Foundation
 ///
 /// FFTW transforms in its interleaved format (re, im, re, im …) through the caller's scratch
 /// (`InterleavedSpectra`); the spectra are split on the way out and interleaved on the way in.
-/// Why: FFTW's interleaved r2c/c2r plans ran 1.2-1.6x faster here than its split ones (sizes 512
+/// Why: FFTW's interleaved r2c/c2r plans ran 1.1-1.6x faster here than its split ones (sizes 512
 /// to 32768, caches warm or evicted), which is more than the two extra passes over a spectrum still
 /// in cache cost; the split spectra keep the multiply-adds simple (`SpectrumKernels`).
 public final class RealFFT: @unchecked Sendable {
