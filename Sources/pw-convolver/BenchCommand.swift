@@ -10,7 +10,7 @@ enum BenchCommand: Command {
     static let summary = "benchmark the engine against a uniformly partitioned one"
     static let usage = """
     Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S] [--evict-mb M]
-                          [--plan 256,2048,16384]
+                              [--plan 256,2048,16384]
                               [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N] [--deadline 1]
                               [--split auto|on|off[,...]]
 
@@ -82,17 +82,17 @@ enum BenchCommand: Command {
         if eviction != nil && !json { print("Caches evicted before every call (\(evictMegabytes) MB swept, not counted).") }
         for length in irSeconds {
             let matrix = syntheticStereoMatrix(seconds: length)
-            for block in blocks {
-                var configuration = EngineConfiguration(expectedBlockSize: block)
-                if let planBlocks {
-                    guard let head = planBlocks.first,
-                          let levels = PartitionPlanner.layout(length: matrix.impulseLength, headBlock: head,
-                                                               tailSizes: Array(planBlocks.dropFirst())) else {
-                        throw UsageError("--plan: \(planBlocks) leaves a level past the IR's end")
-                    }
-                    configuration.fixedPlan = PartitionPlan(levels: levels)
+            let fixedPlan = try planBlocks.map { sizes in
+                guard let head = sizes.first,
+                      let levels = PartitionPlanner.layout(length: matrix.impulseLength, headBlock: head,
+                                                           tailSizes: Array(sizes.dropFirst())) else {
+                    throw UsageError("--plan: \(sizes) leaves a level past the IR's end")
                 }
-                let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
+                return PartitionPlan(levels: levels)
+            }
+            for block in blocks {
+                let engine = try ConvolutionEngine(
+                    matrix: matrix, configuration: .init(expectedBlockSize: block, fixedPlan: fixedPlan))
                 let partitioned = measure(engine, block: block, seconds: seconds, eviction: eviction)
                 let uniformEngine = try ConvolutionEngine(
                     matrix: matrix, configuration: .uniform(blockSize: block, impulseLength: matrix.impulseLength))

@@ -673,8 +673,8 @@ final class TailLevel {
     private func finishOutput(_ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
                               accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing) {
         accumulateDelayLine(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary, output: output,
-                            segments: 0..<1, newestSlot: delayLineSlot(block: block, segmentCount: segmentCount), segmentCount: segmentCount,
-                            delayLine: delayLine, filters: filters, routing: routing)
+                            segments: 0..<1, newestSlot: delayLineSlot(block: block, segmentCount: segmentCount),
+                            segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
         fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
                     scratch: fftScratch.spectrum(0))
         let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
@@ -728,8 +728,8 @@ final class TailLevel {
             if segment == 1 { while finishing >= 0 && finishingUnits < inputCount { finishUnit() } }  // block j's spectra
             let sum = (receiving % 2) * outputCount + output
             accumulateDelayLine(accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum), output: output,
-                                segments: segment..<segment + 1, newestSlot: delayLineSlot(block: receiving, segmentCount: segmentCount),
-                                segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
+                                segments: segment..<segment + 1,
+                                newestSlot: delayLineSlot(block: receiving, segmentCount: segmentCount), segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
             summedUnits += 1
         }
     }
