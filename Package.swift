@@ -24,9 +24,11 @@ let package = Package(
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         // Thin C: only what Swift cannot import (PipeWire macros and varargs).
         .target(name: "CConvolverShims", dependencies: ["CPipeWire"]),
+        // The spectrum multiply-add compiled for AVX, chosen at run time (Swift cannot do that per function).
+        .target(name: "CSpectrumKernels"),
 
         // Pure DSP: the partitioned engine, its planner, FFT, kernels, impulse responses.
-        .target(name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr"],
+        .target(name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr", "CSpectrumKernels"],
                 swiftSettings: realtimeSwiftSettings),
         // Real-time helper threads, semaphores, intervals and deadlines. Knows nothing of DSP.
         .target(name: "Workgroup", swiftSettings: realtimeSwiftSettings),
@@ -47,7 +49,7 @@ let package = Package(
         // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
         .target(name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport"),
-        .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "AllocationCounter", "EngineTestSupport"]),
+        .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],
                     exclude: ["Support/compare_recording.py"]),

@@ -1,6 +1,7 @@
 import EngineTestSupport
 import AllocationCounter
 import Convolution
+import CSpectrumKernels
 import XCTest
 
 final class ConvolutionEngineTests: XCTestCase {
@@ -156,27 +157,54 @@ final class ConvolutionEngineTests: XCTestCase {
         XCTAssertEqual(output, [Float](repeating: 0, count: 64))
     }
 
-    func testFastKernelMatchesScalarReference() {
-        var generator = SeededGenerator(seed: 7)
+    func testFastKernelsMatchScalarReference() {
         let bins = 16 * 37
-        var arrays = (0..<6).map { _ in [Float].noise(bins, using: &generator) }
-        var expectedReal = arrays[0], expectedImaginary = arrays[1]
-        SpectrumKernels.multiplyAddReference(accumulatorReal: &expectedReal, accumulatorImaginary: &expectedImaginary,
-                                             xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
-                                             hImaginary: arrays[5], binCount: bins)
-        let aligned = arrays.map { values -> AlignedFloats in
+        let expected = multiplyAddResult(bins: bins) { arrays in
+            SpectrumKernels.multiplyAddReference(accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
+                                                 xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
+                                                 hImaginary: arrays[5], binCount: bins)
+        }
+        let kernels = [("multiplyAdd", SpectrumKernels.multiplyAdd), ("multiplyAddPortable", SpectrumKernels.multiplyAddPortable)]
+        for (name, kernel) in kernels {
+            let result = multiplyAddResult(bins: bins) { arrays in
+                kernel(arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5], bins)
+            }
+            for n in 0..<2 * bins {
+                XCTAssertEqual(result[n], expected[n], accuracy: 1e-6, "\(name), \(n < bins ? "real" : "imaginary") \(n % bins)")
+            }
+        }
+    }
+
+    /// The engine's sums do not depend on the CPU: the AVX kernel gives the portable kernel's bits.
+    func testAVXKernelGivesThePortableKernelsBits() throws {
+        try XCTSkipUnless(SpectrumKernels.usesAVX, "this CPU has no AVX: the engine runs the portable kernel only")
+        let bins = 16 * 37
+        let portable = multiplyAddResult(bins: bins) { arrays in
+            SpectrumKernels.multiplyAddPortable(accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
+                                                xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
+                                                hImaginary: arrays[5], binCount: bins)
+        }
+        let avx = multiplyAddResult(bins: bins) { arrays in
+            cspectrum_multiply_add_avx(arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5], bins)
+        }
+        XCTAssertEqual(avx.map(\.bitPattern), portable.map(\.bitPattern))
+    }
+
+    /// Runs `kernel` on six aligned arrays of seeded noise (accumulator real and imaginary, x, h) and
+    /// returns the accumulator: real bins, then imaginary bins.
+    private func multiplyAddResult(bins: Int, _ kernel: ([UnsafeMutablePointer<Float>]) -> Void) -> [Float] {
+        var generator = SeededGenerator(seed: 7)
+        let arrays = (0..<6).map { _ -> AlignedFloats in
             let buffer = AlignedFloats(count: bins)
+            let values = [Float].noise(bins, using: &generator)
             for n in 0..<bins { buffer.pointer[n] = values[n] }
             return buffer
         }
-        SpectrumKernels.multiplyAdd(accumulatorReal: aligned[0].pointer, accumulatorImaginary: aligned[1].pointer,
-                                    xReal: aligned[2].pointer, xImaginary: aligned[3].pointer,
-                                    hReal: aligned[4].pointer, hImaginary: aligned[5].pointer, binCount: bins)
-        for n in 0..<bins {
-            XCTAssertEqual(aligned[0].pointer[n], expectedReal[n], accuracy: 1e-6)
-            XCTAssertEqual(aligned[1].pointer[n], expectedImaginary[n], accuracy: 1e-6)
+        return withExtendedLifetime(arrays) {  // Swift may free them after their last use (the pointers)
+            kernel(arrays.map(\.pointer))
+            return Array(UnsafeBufferPointer(start: arrays[0].pointer, count: bins))
+                + Array(UnsafeBufferPointer(start: arrays[1].pointer, count: bins))
         }
-        arrays.removeAll()
     }
 
     func testProcessAllocatesNothingAfterWarmUp() throws {

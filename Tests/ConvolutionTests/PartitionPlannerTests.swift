@@ -92,8 +92,8 @@ final class PartitionPlannerTests: XCTestCase {
         XCTAssertEqual(MachineCosts.median(of: measurements.prefix(3)).fftPairNanoseconds, [64: 200])
     }
 
-    /// The history keeps the last measurements for this CPU model only, and a line that does not
-    /// read back is left out without losing the others.
+    /// The history keeps the last measurements for this CPU model and these kernels only, and a line
+    /// that does not read back is left out without losing the others.
     func testMachineCostsHistoryKeepsTheLastMeasurementsOfThisCPU() throws {
         let directory = NSTemporaryDirectory() + "machine-costs-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -110,7 +110,9 @@ final class PartitionPlannerTests: XCTestCase {
 
         XCTAssertEqual(MachineCostsHistory(path: history.path, cpu: "CPU B").load().count, 0, "costs of another CPU model")
         let good = "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=100"
-        let text = ["cpu CPU A @ 3.0GHz", good,
+        try (["cpu CPU A @ 3.0GHz", good].joined(separator: "\n")).write(toFile: history.path, atomically: true, encoding: .utf8)
+        XCTAssertEqual(history.load().count, 0, "costs measured with older kernels")
+        let text = [history.header, good,
                     "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=fast",
                     "costs multiply-add-cached=-1 multiply-add-streaming=5 fft64=100",
                     "costs multiply-add-cached=2 multiply-add-streaming=5 fft63=100",

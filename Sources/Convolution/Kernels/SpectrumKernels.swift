@@ -1,14 +1,35 @@
+import CSpectrumKernels
+
 /// Complex multiply-accumulate over split-complex spectra: the inner loop of every frequency-domain
 /// delay line. `accumulator += x * h`, bin by bin.
 ///
-/// Two kernels with one contract: `multiplyAdd` (SIMD, 16 bins a step) runs in the engine;
-/// `multiplyAddReference` (plain scalar) is the reference the tests hold it to.
-/// Plain `a * b + c`: on the baseline x86-64 target `addProduct` would call libm's `fmaf`.
+/// Three kernels with one contract: `multiplyAdd` runs in the engine, and is the AVX kernel (C,
+/// `CSpectrumKernels`) on a CPU that has AVX, else `multiplyAddPortable` (SIMD, 16 bins a step);
+/// the two give the same bits. `multiplyAddReference` (plain scalar) is the reference the tests
+/// hold them to. Plain `a * b + c`: on the baseline x86-64 target `addProduct` would call libm's `fmaf`.
 public enum SpectrumKernels {
+    /// Whether `multiplyAdd` runs the AVX kernel on this CPU.
+    public static var usesAVX: Bool { cspectrum_has_avx() }
+
     /// Real-time safe. `binCount` must be a multiple of 16 and every pointer 64-byte aligned
     /// (as `SplitSpectra` guarantees: its padding bins are zero, so running over them is harmless).
     @inline(__always)
     public static func multiplyAdd(
+        accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
+        xReal: UnsafePointer<Float>, xImaginary: UnsafePointer<Float>,
+        hReal: UnsafePointer<Float>, hImaginary: UnsafePointer<Float>, binCount: Int
+    ) {
+        if cspectrum_has_avx() {
+            cspectrum_multiply_add_avx(accumulatorReal, accumulatorImaginary, xReal, xImaginary, hReal, hImaginary, binCount)
+        } else {
+            multiplyAddPortable(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
+                                xReal: xReal, xImaginary: xImaginary, hReal: hReal, hImaginary: hImaginary, binCount: binCount)
+        }
+    }
+
+    /// Any CPU (SSE2 on x86-64), same contract as `multiplyAdd`. Real-time safe.
+    @inline(__always)
+    public static func multiplyAddPortable(
         accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
         xReal: UnsafePointer<Float>, xImaginary: UnsafePointer<Float>,
         hReal: UnsafePointer<Float>, hImaginary: UnsafePointer<Float>, binCount: Int

@@ -14,12 +14,15 @@ enum UserCache {
 /// The last few machine-cost measurements on this CPU model, one line each, in a small text file
 /// (a debug build keeps its own, `machine-costs-debug`: its unoptimised kernels cost many times
 /// more and must not move a release build's median):
-/// `cpu <model>`, then per measurement `costs multiply-add-cached=<ns> multiply-add-streaming=<ns>
-/// fft<size>=<ns> ...`. A file written for another CPU model counts as empty; a line that does not
-/// read back is left out (and dropped by the next save).
+/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add-cached=<ns>
+/// multiply-add-streaming=<ns> fft<size>=<ns> ...`. A file written for another CPU model or other
+/// kernels counts as empty; a line that does not read back is left out (and dropped by the next save).
 struct MachineCostsHistory {
     /// Measurements kept: enough for a steady median, few enough to follow a changed machine.
     static let kept = 9
+    /// Bumped whenever the measured kernels change, so that their old costs do not move the median:
+    /// 2 = FFTW's interleaved plans, 3 = the AVX multiply-add.
+    static let kernelsVersion = 3
     #if DEBUG
     var path = UserCache.path("machine-costs-debug")
     #else
@@ -27,17 +30,20 @@ struct MachineCostsHistory {
     #endif
     var cpu = MachineCostsHistory.cpuModel()
 
+    /// The file's first line: whose costs these are.
+    var header: String { "cpu \(cpu), kernels \(Self.kernelsVersion)" }
+
     func load() -> [MachineCosts] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
         let lines = text.split(separator: "\n")
-        guard lines.first == Substring("cpu " + cpu) else { return [] }
+        guard lines.first == Substring(header) else { return [] }
         return lines.dropFirst().compactMap(Self.costs(from:))
     }
 
     /// Keeps the last `kept` of `measurements`. Written to a temporary file and renamed, so a
     /// process reading it never sees half of it. Failing to write only loses the history.
     func save(_ measurements: [MachineCosts]) {
-        let lines = ["cpu \(cpu)"] + measurements.suffix(Self.kept).map(Self.line(for:))
+        let lines = [header] + measurements.suffix(Self.kept).map(Self.line(for:))
         let temporary = path + ".\(getpid())"
         try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
                                                  withIntermediateDirectories: true)
