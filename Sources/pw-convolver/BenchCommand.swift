@@ -67,6 +67,8 @@ enum BenchCommand: Command {
             return mode
         }
         try options.finish()
+        // Figures from two machines compare only with the same kernel.
+        if !json { print("Multiply-adds: \(SpectrumKernels.usesAVX ? "the AVX kernel" : "the portable kernel (this CPU has no AVX)").") }
         if let threads {
             if evictMegabytes > 0 || planBlocks != nil {
                 throw UsageError("--evict-mb and --plan: only without --threads (the inline engine)")

@@ -1,3 +1,4 @@
+import Convolution
 import Foundation
 import XCTest
 
@@ -15,6 +16,14 @@ final class BenchCommandTests: XCTestCase {
         let partitioned = run.output.split(separator: "\n").first { $0.contains(#""engine":"partitioned""#) }
         XCTAssertNotNil(partitioned, run.output)
         XCTAssertTrue(partitioned?.contains(#""plan":"64x16 | 512x8@1024""#) ?? false, run.output)
+    }
+
+    /// Figures from two machines compare only with the same kernel: the text names the one that ran.
+    func testTextNamesTheMultiplyAddKernel() throws {
+        let run = try bench(["--ir-seconds", "0.1", "--blocks", "64", "--seconds", "0.2"])
+        XCTAssertEqual(run.status, 0, run.errors)
+        let kernel = SpectrumKernels.usesAVX ? "the AVX kernel" : "the portable kernel"
+        XCTAssertTrue(run.output.hasPrefix("Multiply-adds: \(kernel)"), run.output)
     }
 
     func testBadLayoutsAndCombinationsAreRefusedByName() throws {
