@@ -16,8 +16,10 @@ import Foundation
 /// Why: on every call the plans come back cold from memory (other processes run between two
 /// graph cycles), and FFTW's r2c and c2r plans are two trees of different codelets. With one plan,
 /// a stereo head's two forward and two inverse FFTs cost 9.3-9.6 µs instead of 15.4-15.8 µs at
-/// size 512 after 64 MB were written (6.1-6.7 instead of 10.4-12.2 µs at 256; even at 4096); warm
-/// they cost 0.3-0.8 µs more. The split spectra keep the multiply-adds simple (`SpectrumKernels`).
+/// size 512 after 64 MB were written (a C prototype against FFTW; 6.1-6.7 instead of 10.4-12.2 µs
+/// at 256, even at 4096); warm they cost 0.3-0.8 µs more. In the engine (`bench --evict-mb 64`):
+/// 20 % less CPU with a 1 ms IR, 6 % with 3 s at quantum 256. The split spectra keep the
+/// multiply-adds simple (`SpectrumKernels`).
 public final class RealFFT: @unchecked Sendable {
     public let size: Int
     public var binCount: Int { size / 2 + 1 }
