@@ -728,8 +728,8 @@ final class TailLevel {
             if segment == 1 { while finishing >= 0 && finishingUnits < inputCount { finishUnit() } }  // block j's spectra
             let sum = (receiving % 2) * outputCount + output
             accumulateDelayLine(accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum), output: output,
-                                segments: segment..<segment + 1,
-                                newestSlot: delayLineSlot(block: receiving, segmentCount: segmentCount), segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
+                                segments: segment..<segment + 1, newestSlot: delayLineSlot(block: receiving, segmentCount: segmentCount),
+                                segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
             summedUnits += 1
         }
     }

@@ -19,7 +19,7 @@ public enum SpectrumKernels {
         xReal: UnsafePointer<Float>, xImaginary: UnsafePointer<Float>,
         hReal: UnsafePointer<Float>, hImaginary: UnsafePointer<Float>, binCount: Int
     ) {
-        if cspectrum_has_avx() {
+        if usesAVX {
             cspectrum_multiply_add_avx(accumulatorReal, accumulatorImaginary, xReal, xImaginary, hReal, hImaginary, binCount)
         } else {
             multiplyAddPortable(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
