@@ -16,13 +16,19 @@ of every call's input and output (SWIFT_CONVOLVER_TEST_RECORD_CALLS) held to num
 when the machine stalls, pw-record can lose more than the judge can model, and the node's record
 still shows whether its output was right.
 
+The machine is shared: a system's CPU in one case moves by up to 40 % from one run to the next,
+and both systems' with it. With --rounds N each case runs N times, the two systems alternating
+(first one, then the other first), and the ratios are given per round, with their median.
+
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
   /usr/bin/python3 scripts/bench-live.py --seconds 5 --ir 1 --quantum 256   # a smoke run
+  /usr/bin/python3 scripts/bench-live.py --ir 3 --quantum 256 --rounds 3      # ratios and their median
 """
 import argparse
 import json
 import os
+import statistics
 import re
 import signal
 import subprocess
@@ -292,8 +298,12 @@ def main():
     parser.add_argument("--quantum", default="64,256,1024", help="quanta (default 64,256,1024)")
     parser.add_argument("--systems", default="filter-chain,swift-convolver")
     parser.add_argument("--executable", default=f"{ROOT}/.build/release/pw-convolver")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs of each case, the systems' order alternating (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (recordings, logs)")
     args = parser.parse_args()
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
 
     systems = args.systems.split(",")
     if "swift-convolver" in systems and not swift_node_available(args.executable):
@@ -321,19 +331,23 @@ def main():
             input_path = os.path.join(directory, f"input-{ir_seconds:g}s.wav")
             wavfile.write(input_path, RATE, played)
             for quantum in [int(q) for q in args.quantum.split(",")]:
-                for system in systems:
-                    print(f"... {system}: IR {ir_seconds:g} s, quantum {quantum}", file=sys.stderr, flush=True)
-                    try:
-                        result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
-                                          args.executable)
-                    except (RuntimeError, subprocess.SubprocessError) as error:  # one failed case, not the run
-                        print(f"    failed: {error}", file=sys.stderr)
-                        results.append((ir_seconds, quantum, system, None))
-                        continue
-                    result["compared"] = compare_recording(result["recording"], ir_path, input_path, quantum, directory)
-                    results.append((ir_seconds, quantum, system, result))
-                    if not args.keep:
-                        os.remove(result["recording"])
+                for round_index in range(1, args.rounds + 1):
+                    # Alternate who goes first: a machine getting busier or quieter favours neither.
+                    for system in (systems if round_index % 2 == 1 else systems[::-1]):
+                        print(f"... {system}: IR {ir_seconds:g} s, quantum {quantum}"
+                              + (f", round {round_index}" if args.rounds > 1 else ""), file=sys.stderr, flush=True)
+                        try:
+                            result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
+                                              args.executable)
+                        except (RuntimeError, subprocess.SubprocessError) as error:  # one failed case, not the run
+                            print(f"    failed: {error}", file=sys.stderr)
+                            results.append((ir_seconds, quantum, round_index, system, None))
+                            continue
+                        result["compared"] = compare_recording(result["recording"], ir_path, input_path, quantum,
+                                                               directory)
+                        results.append((ir_seconds, quantum, round_index, system, result))
+                        if not args.keep:
+                            os.remove(result["recording"])
     finally:
         graph.stop()
         if not args.keep:
@@ -343,45 +357,57 @@ def main():
     print("intact = the output equals numpy's convolution of the input the system received (recorded beside it")
     print("         in one pw-record stream) at one lag from start to end, within 1e-4 everywhere; cycles pw-record")
     print("         lost are modelled and counted under 'lost' (see compare_recording.py), wrong runs under 'wrong'")
-    print(f"{'IR s':>5} {'quantum':>7}  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
+    def case(ir_seconds, quantum, round_index):
+        return f"{ir_seconds:>5g} {quantum:>7}" + (f" {round_index:>5}" if args.rounds > 1 else "")
+    blank = " " * len(case(0, 0, 0))
+    print(f"{'IR s':>5} {'quantum':>7}" + (f" {'round':>5}" if args.rounds > 1 else "")
+          + f"  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
           f" {'late':>5} {'drv late':>8} {'lag':>6} {'lost':>5} {'wrong':>5} {'error dB':>8}  intact  recorder busy p99/max µs")
-    for ir_seconds, quantum, system, r in results:
+    for ir_seconds, quantum, round_index, system, r in results:
         if r is None:
-            print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} failed (see above)")
+            print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} failed (see above)")
             continue
         c = r["compared"]
         intact = c["lag"] == c["endLag"] and c["glitchCount"] == 0
-        print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
+        print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
               f" {r['busy_max_us']:>11.1f} {r['late']:>5} {str(r['driver_late']):>8} {c['lag']:>6} {len(c['graphEvents']):>5} {c['glitchCount']:>5}"
               f" {c['errorDB']:>8.1f}  {'yes' if intact else 'NO ':<6}  {recorder_busy(r)}")
-    by_case = {(ir_seconds, quantum, system): r for ir_seconds, quantum, system, r in results if r is not None}
-    ratios = [(ir_seconds, quantum, r, by_case.get((ir_seconds, quantum, "filter-chain")))
-              for (ir_seconds, quantum, system), r in by_case.items() if system == "swift-convolver"]
-    if any(reference for *_, reference in ratios):
-        print("\nswift-convolver / filter-chain, same case:")
-        for ir_seconds, quantum, ours, reference in ratios:
-            if reference:
-                print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ours['cpu_percent'] / reference['cpu_percent']:.2f}x,"
-                      f" busy p99 {ours['busy_p99_us'] / reference['busy_p99_us']:.3f}x,"
-                      f" busy max {ours['busy_max_us'] / reference['busy_max_us']:.3f}x")
+    by_run = {(ir_seconds, quantum, round_index, system): r for ir_seconds, quantum, round_index, system, r in results if r is not None}
+    # Per case, the ratios of the rounds in which both systems ran.
+    ratios = {}
+    for (ir_seconds, quantum, round_index, system), ours in by_run.items():
+        reference = by_run.get((ir_seconds, quantum, round_index, "filter-chain"))
+        if system == "swift-convolver" and reference:
+            ratios.setdefault((ir_seconds, quantum), []).append(
+                {key: ours[key] / reference[key] for key in ("cpu_percent", "busy_p99_us", "busy_max_us")})
+    if ratios:
+        print("\nswift-convolver / filter-chain, same case" + (" and round: the median of the rounds"
+                                                            " (each round's in brackets)" if args.rounds > 1 else ":"))
+        for (ir_seconds, quantum), rounds in ratios.items():
+            def ratio(key, digits):
+                values = [r[key] for r in rounds]
+                median = f"{statistics.median(values):.{digits}f}x"
+                return median if len(values) == 1 else f"{median} ({' '.join(f'{v:.{digits}f}' for v in values)})"
+            print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ratio('cpu_percent', 2)}, busy p99 {ratio('busy_p99_us', 3)},"
+                  f" busy max {ratio('busy_max_us', 3)}")
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
-    for ir_seconds, quantum, system, r in results:
+    for ir_seconds, quantum, round_index, system, r in results:
         if r is not None:
             shares = sorted(r["threads"].items(), key=lambda item: -item[1])
-            print(f"{ir_seconds:>5g} {quantum:>7}  {system:<16} "
+            print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} "
                   + "  ".join(f"{name} {share:.2f}" for name, share in shares if share >= 0.005))
     print("\nswift-convolver's own statistics at the end of each case (node properties convolver.*):")
-    for ir_seconds, quantum, system, r in results:
+    for ir_seconds, quantum, round_index, system, r in results:
         if r is not None and r["statistics"]:
             st = r["statistics"]
-            print(f"{ir_seconds:>5g} {quantum:>7}  calls {st.get('calls')}, late cycles {st.get('late-cycles')}, missed cycles {st.get('missed-cycles')}, "
+            print(f"{case(ir_seconds, quantum, round_index)}  calls {st.get('calls')}, late cycles {st.get('late-cycles')}, missed cycles {st.get('missed-cycles')}, "
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")
             if r["own_record"]:
                 own = r["own_record"]
                 verdict = "exact" if own["wrongFrames"] == 0 else f"WRONG: {own['wrongFrames']} frames from frame {own['firstWrong']}"
-                print(f"{'':>5} {'':>7}  own record of every call ({own['frames']} frames): output - numpy's convolution of "
+                print(f"{blank}  own record of every call ({own['frames']} frames): output - numpy's convolution of "
                       f"its own input, worst {own['worst']:.2g} ({verdict})")
     if args.keep:
         print(f"recordings and logs: {directory}")
