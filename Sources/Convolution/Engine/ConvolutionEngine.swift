@@ -236,60 +236,77 @@ final class InputHistory {
     func reset() { storage.zero() }
 }
 
-/// Spectra of every segment of every impulse, scaled by 1/fftSize (FFTW is unnormalised).
-/// Entry e's segment s is spectrum `e * segmentCount + s`.
-private func segmentSpectra(_ level: PartitionPlan.Level, impulses: [[Float]], fft: RealFFT) -> SplitSpectra {
-    let spectra = SplitSpectra(count: impulses.count * level.segmentCount, binCount: fft.binCount)
-    let window = AlignedFloats(count: fft.size)
-    let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-    let scale = 1 / Float(fft.size)
-    for (entry, impulse) in impulses.enumerated() {
-        for segment in 0..<level.segmentCount {
-            window.zero()
-            let start = level.offset + segment * level.blockSize
-            let end = min(impulse.count, start + level.blockSize)
-            if start < end {
-                for n in start..<end { window.pointer[n - start] = impulse[n] * scale }
+/// One level's frequency-domain delay line: the spectra of every input's last `segmentCount`
+/// blocks (a ring of slots) beside the spectra of every IR's segments, and the multiply-add loop
+/// over them. The head and each tail level own one.
+struct FrequencyDelayLine {
+    let segmentCount: Int
+    /// Bins per spectrum, padded for the kernels.
+    let binCount: Int
+    /// Input i's block in slot s is spectrum `i * segmentCount + s` (`blockSpectrum`).
+    let blocks: SplitSpectra
+    /// Entry e's segment s is spectrum `e * segmentCount + s`, scaled by 1/fftSize (FFTW is unnormalised).
+    private let filters: SplitSpectra
+
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], inputCount: Int, fft: RealFFT) {
+        segmentCount = level.segmentCount
+        blocks = SplitSpectra(count: inputCount * level.segmentCount, binCount: fft.binCount)
+        binCount = blocks.paddedBinCount
+        filters = SplitSpectra(count: impulses.count * level.segmentCount, binCount: fft.binCount)
+        let window = AlignedFloats(count: fft.size)
+        let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+        let scale = 1 / Float(fft.size)
+        for (entry, impulse) in impulses.enumerated() {
+            for segment in 0..<level.segmentCount {
+                window.zero()
+                let start = level.offset + segment * level.blockSize
+                let end = min(impulse.count, start + level.blockSize)
+                if start < end {
+                    for n in start..<end { window.pointer[n - start] = impulse[n] * scale }
+                }
+                let index = entry * level.segmentCount + segment
+                fft.forward(window.pointer, real: filters.real(index), imaginary: filters.imaginary(index),
+                            scratch: scratch.spectrum(0))
             }
-            let index = entry * level.segmentCount + segment
-            fft.forward(window.pointer, real: spectra.real(index), imaginary: spectra.imaginary(index),
-                        scratch: scratch.spectrum(0))
         }
     }
-    return spectra
-}
 
-/// The delay-line slot of input block `block`. The ring runs downward, so that the blocks before a
-/// newest one (segments 1, 2 ...) lie upward in memory, as their filters' segments do: the
-/// multiply-adds then read both forward, one stream each, which the hardware prefetches. It matters
-/// for the head's short spectra when a call finds the caches cold: the head then waits for memory
-/// most of its time (`bench --evict-mb 64`: 3 s IR, quantum 256, 5-10% less CPU than upward).
-@inline(__always)
-func delayLineSlot(block: Int, segmentCount: Int) -> Int {
-    (segmentCount - block % segmentCount) % segmentCount
-}
+    /// The slot of input block `block`. The ring runs downward, so that the blocks before a newest
+    /// one (segments 1, 2 ...) lie upward in memory, as their filters' segments do: the multiply-adds
+    /// then read both forward, one stream each, which the hardware prefetches. It matters for the
+    /// head's short spectra when a call finds the caches cold: the head then waits for memory most
+    /// of its time (`bench --evict-mb 64`: 3 s IR, quantum 256, 5-10% less CPU than upward).
+    @inline(__always)
+    func slot(ofBlock block: Int) -> Int { (segmentCount - block % segmentCount) % segmentCount }
 
-/// Adds Σ over `segments`, Σ over the entries e of `output`: X[input(e), slot] · H[e, segment],
-/// where `slot` is the delay-line slot of the block `segment` blocks before the one in `newestSlot`.
-/// The multiply-add loop of every level (head and tails), in one fixed order, so that whichever
-/// thread runs it, the sum is the same to the bit. Real-time safe.
-@inline(__always)
-func accumulateDelayLine(accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
-                         output: Int, segments: Range<Int>, newestSlot: Int, segmentCount: Int,
-                         delayLine: SplitSpectra, filters: SplitSpectra, routing: Routing) {
-    let bins = delayLine.paddedBinCount
-    for segment in segments {
-        // Slots of blocks before the start were never written: they hold zeros.
-        let slot = (newestSlot + segment) % segmentCount
-        for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
-            let x = routing.entryInput[entry] * segmentCount + slot
-            let h = entry * segmentCount + segment
-            SpectrumKernels.multiplyAdd(
-                accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
-                xReal: delayLine.real(x), xImaginary: delayLine.imaginary(x),
-                hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: bins)
+    /// The index in `blocks` of input `input`'s block in `slot`: where its forward FFT goes.
+    @inline(__always)
+    func blockSpectrum(input: Int, slot: Int) -> Int { input * segmentCount + slot }
+
+    /// Adds Σ over `segments`, Σ over the entries e of `output`: X[input(e), slot] · H[e, segment],
+    /// where `slot` holds the block `segment` blocks before the one in `newestSlot`.
+    /// The multiply-add loop of every level (head and tails), in one fixed order, so that whichever
+    /// thread runs it, the sum is the same to the bit. Real-time safe.
+    @inline(__always)
+    func accumulate(real accumulatorReal: UnsafeMutablePointer<Float>,
+                    imaginary accumulatorImaginary: UnsafeMutablePointer<Float>,
+                    output: Int, segments: Range<Int>, newestSlot: Int, routing: Routing) {
+        for segment in segments {
+            // Slots of blocks before the start were never written: they hold zeros.
+            let slot = (newestSlot + segment) % segmentCount
+            for entry in routing.firstEntry[output]..<routing.firstEntry[output + 1] {
+                let x = blockSpectrum(input: routing.entryInput[entry], slot: slot)
+                let h = entry * segmentCount + segment
+                SpectrumKernels.multiplyAdd(
+                    accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
+                    xReal: blocks.real(x), xImaginary: blocks.imaginary(x),
+                    hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: binCount)
+            }
         }
     }
+
+    /// Real-time safe.
+    func reset() { blocks.zero() }
 }
 
 /// Level 0: uniformly partitioned overlap-add with the partial-block trick.
@@ -312,14 +329,12 @@ final class HeadLevel {
     let outputCount: Int
     /// Samples of the current block received so far.
     private(set) var fill = 0
-    /// Delay-line slot of the current block (always `delayLineSlot(block: blockSerial, ...)`).
+    /// Delay-line slot of the current block (always `delayLine.slot(ofBlock: blockSerial)`).
     private var current = 0
     /// Blocks completed since the start: names a block for the split parts' older-blocks sums.
     private var blockSerial = 0
     private let fft: RealFFT
-    private let filters: SplitSpectra
-    /// Input i's block spectra: slot s is spectrum `i * segmentCount + s`.
-    private let delayLine: SplitSpectra
+    private let delayLine: FrequencyDelayLine
     /// Per output: the current block's sum over segments 1..<segmentCount (fixed within a block).
     private let olderBlocksSum: SplitSpectra
     private let accumulator: SplitSpectra
@@ -353,8 +368,7 @@ final class HeadLevel {
         segmentCount = level.segmentCount
         outputCount = routing.outputCount
         fft = RealFFT.ofSize(2 * blockSize)
-        filters = segmentSpectra(level, impulses: impulses, fft: fft)
-        delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
+        delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
         olderBlocksSum = SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
         accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
         fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
@@ -414,8 +428,8 @@ final class HeadLevel {
             let block = blockBuffers.pointer + input * 2 * blockSize
             if let source = inputs[input] { (block + start).update(from: source + inputOffset, count: count) }
             else { (block + start).update(repeating: 0, count: count) }
-            let slot = input * segmentCount + current
-            fft.forward(block, real: delayLine.real(slot), imaginary: delayLine.imaginary(slot),
+            let x = delayLine.blockSpectrum(input: input, slot: current)
+            fft.forward(block, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
                         scratch: fftScratch.spectrum(0))
         }
         let completesBlock = start + count == blockSize
@@ -430,7 +444,7 @@ final class HeadLevel {
         if completesBlock {
             fill = 0
             blockSerial += 1
-            current = delayLineSlot(block: blockSerial, segmentCount: segmentCount)
+            current = delayLine.slot(ofBlock: blockSerial)
             for input in 0..<routing.inputCount {
                 (blockBuffers.pointer + input * 2 * blockSize).update(repeating: 0, count: blockSize)
             }
@@ -440,24 +454,22 @@ final class HeadLevel {
     /// Every output on the calling (data) thread.
     private func processUnsplit(outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
                                 start: Int, count: Int, completesBlock: Bool, routing: Routing) {
-        let bins = delayLine.paddedBinCount
+        let bins = delayLine.binCount
         if start == 0 {  // a new block: sum the older blocks' contributions once
             for output in 0..<routing.outputCount {
                 let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
                 sumReal.update(repeating: 0, count: bins)
                 sumImaginary.update(repeating: 0, count: bins)
-                accumulateDelayLine(accumulatorReal: sumReal, accumulatorImaginary: sumImaginary, output: output,
-                                    segments: 1..<max(1, segmentCount), newestSlot: current, segmentCount: segmentCount,
-                                    delayLine: delayLine, filters: filters, routing: routing)
+                delayLine.accumulate(real: sumReal, imaginary: sumImaginary, output: output,
+                                     segments: 1..<max(1, segmentCount), newestSlot: current, routing: routing)
             }
         }
         for output in 0..<routing.outputCount {
             let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
             accReal.update(from: olderBlocksSum.real(output), count: bins)
             accImaginary.update(from: olderBlocksSum.imaginary(output), count: bins)
-            accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
-                                segments: 0..<1, newestSlot: current, segmentCount: segmentCount,
-                                delayLine: delayLine, filters: filters, routing: routing)
+            delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
+                                 segments: 0..<1, newestSlot: current, routing: routing)
             fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
             mix(output: output, time: timeBuffer.pointer, into: outputs, outputOffset: outputOffset,
                 start: start, count: count, completesBlock: completesBlock)
@@ -497,16 +509,14 @@ final class HeadLevel {
                 case .notPosted:
                     // The part's helper still runs a late piece and owns the part's scratch: the data
                     // thread computes these outputs in its own (same sums, same order: same bits).
-                    let bins = delayLine.paddedBinCount
+                    let bins = delayLine.binCount
                     let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
                     accReal.update(repeating: 0, count: bins)
                     accImaginary.update(repeating: 0, count: bins)
-                    accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
-                                        segments: 1..<max(1, segmentCount), newestSlot: current, segmentCount: segmentCount,
-                                        delayLine: delayLine, filters: filters, routing: routing)
-                    accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
-                                        segments: 0..<1, newestSlot: current, segmentCount: segmentCount,
-                                        delayLine: delayLine, filters: filters, routing: routing)
+                    delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
+                                         segments: 1..<max(1, segmentCount), newestSlot: current, routing: routing)
+                    delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
+                                         segments: 0..<1, newestSlot: current, routing: routing)
                     fft.inverse(real: accReal, imaginary: accImaginary, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
                     mix(output: output, time: timeBuffer.pointer, into: outputs, outputOffset: outputOffset,
                         start: start, count: count, completesBlock: completesBlock)
@@ -521,24 +531,22 @@ final class HeadLevel {
     /// Real-time safe (data thread for part 0, a helper for the others).
     func runPart(_ part: Int, sequence: Int, routing: Routing) {
         let block = sequence >> 32
-        let newestSlot = delayLineSlot(block: block, segmentCount: segmentCount)
-        let bins = delayLine.paddedBinCount
+        let newestSlot = delayLine.slot(ofBlock: block)
+        let bins = delayLine.binCount
         let accReal = partAccumulators.real(part), accImaginary = partAccumulators.imaginary(part)
         for output in partStart[part]..<partStart[part + 1] {
             let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
             if olderSumBlock[output] != block {
                 sumReal.update(repeating: 0, count: bins)
                 sumImaginary.update(repeating: 0, count: bins)
-                accumulateDelayLine(accumulatorReal: sumReal, accumulatorImaginary: sumImaginary, output: output,
-                                    segments: 1..<max(1, segmentCount), newestSlot: newestSlot, segmentCount: segmentCount,
-                                    delayLine: delayLine, filters: filters, routing: routing)
+                delayLine.accumulate(real: sumReal, imaginary: sumImaginary, output: output,
+                                     segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
                 olderSumBlock[output] = block
             }
             accReal.update(from: sumReal, count: bins)
             accImaginary.update(from: sumImaginary, count: bins)
-            accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
-                                segments: 0..<1, newestSlot: newestSlot, segmentCount: segmentCount,
-                                delayLine: delayLine, filters: filters, routing: routing)
+            delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
+                                 segments: 0..<1, newestSlot: newestSlot, routing: routing)
             fft.inverse(real: accReal, imaginary: accImaginary, output: outputTimes.pointer + output * 2 * blockSize,
                         scratch: partFFTScratch.spectrum(part))
         }
@@ -563,7 +571,7 @@ final class HeadLevel {
     func estimatedBlockStartNanoseconds(costs: MachineCosts, routing: Routing) -> Double {
         let fftSize = 2 * blockSize
         let halfPair = costs.fftPair(fftSize) / 2
-        let bins = delayLine.paddedBinCount
+        let bins = delayLine.binCount
         let workingSetBytes = (routing.inputCount + routing.entryCount) * segmentCount * bins * 2 * MemoryLayout<Float>.size
         let products = routing.entryCount * segmentCount
         return Double(routing.inputCount + routing.outputCount) * halfPair
@@ -575,7 +583,7 @@ final class HeadLevel {
         current = 0
         blockSerial = 0
         pieceSerial = 0
-        delayLine.zero()
+        delayLine.reset()
         blockBuffers.zero()
         overlap.zero()
         olderSumBlock.update(repeating: -1, count: max(outputCount, 1))
@@ -600,8 +608,7 @@ final class TailLevel {
     let segmentCount: Int
     let offset: Int
     private let fft: RealFFT
-    private let filters: SplitSpectra
-    private let delayLine: SplitSpectra
+    private let delayLine: FrequencyDelayLine
     private let accumulator: SplitSpectra
     private let fftScratch: InterleavedSpectra
     private let window: AlignedFloats
@@ -626,8 +633,7 @@ final class TailLevel {
         segmentCount = level.segmentCount
         offset = level.offset
         fft = RealFFT.ofSize(2 * blockSize)
-        filters = segmentSpectra(level, impulses: impulses, fft: fft)
-        delayLine = SplitSpectra(count: routing.inputCount * segmentCount, binCount: fft.binCount)
+        delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
         accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
         fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
         window = AlignedFloats(count: 2 * blockSize)
@@ -639,8 +645,8 @@ final class TailLevel {
     /// The job: output block `block` from input samples `(block - 1) * blockSize ..< (block + 1) * blockSize`.
     /// Real-time safe.
     func run(block: Int, history: InputHistory, routing: Routing) {
-        let bins = delayLine.paddedBinCount
-        let slot = delayLineSlot(block: block, segmentCount: segmentCount)
+        let bins = delayLine.binCount
+        let slot = delayLine.slot(ofBlock: block)
         for input in 0..<routing.inputCount { transformInput(input, block: block, history: history) }
         for output in 0..<routing.outputCount {
             let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
@@ -649,9 +655,8 @@ final class TailLevel {
             // Oldest segment first, the newest block's last: the order `runSpreadShare` can keep.
             var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
             while segment >= 1 {
-                accumulateDelayLine(accumulatorReal: accReal, accumulatorImaginary: accImaginary, output: output,
-                                    segments: segment..<segment + 1, newestSlot: slot, segmentCount: segmentCount,
-                                    delayLine: delayLine, filters: filters, routing: routing)
+                delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
+                                     segments: segment..<segment + 1, newestSlot: slot, routing: routing)
                 segment -= 1
             }
             finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary, routing: routing)
@@ -662,8 +667,8 @@ final class TailLevel {
     @inline(__always)
     private func transformInput(_ input: Int, block: Int, history: InputHistory) {
         history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
-        let x = input * segmentCount + delayLineSlot(block: block, segmentCount: segmentCount)
-        fft.forward(window.pointer, real: delayLine.real(x), imaginary: delayLine.imaginary(x),
+        let x = delayLine.blockSpectrum(input: input, slot: delayLine.slot(ofBlock: block))
+        fft.forward(window.pointer, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
                     scratch: fftScratch.spectrum(0))
     }
 
@@ -672,9 +677,8 @@ final class TailLevel {
     @inline(__always)
     private func finishOutput(_ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
                               accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing) {
-        accumulateDelayLine(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary, output: output,
-                            segments: 0..<1, newestSlot: delayLineSlot(block: block, segmentCount: segmentCount),
-                            segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
+        delayLine.accumulate(real: accumulatorReal, imaginary: accumulatorImaginary, output: output,
+                             segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
         fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
                     scratch: fftScratch.spectrum(0))
         let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
@@ -721,15 +725,14 @@ final class TailLevel {
         }
         // Units of the next job: (output, segment), output-major so that a call's units mostly add
         // into one accumulator (it stays in cache), each output's segments from the oldest down.
-        let olderSegments = segmentCount - 1
+        let olderSegments = segmentCount - 1, receivingSlot = delayLine.slot(ofBlock: receiving)
         let target = (outputCount * olderSegments * progress + blockSize - 1) / blockSize
         while summedUnits < target {
             let output = summedUnits / olderSegments, segment = olderSegments - summedUnits % olderSegments
             if segment == 1 { while finishing >= 0 && finishingUnits < inputCount { finishUnit() } }  // block j's spectra
             let sum = (receiving % 2) * outputCount + output
-            accumulateDelayLine(accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum), output: output,
-                                segments: segment..<segment + 1, newestSlot: delayLineSlot(block: receiving, segmentCount: segmentCount),
-                                segmentCount: segmentCount, delayLine: delayLine, filters: filters, routing: routing)
+            delayLine.accumulate(real: sums.real(sum), imaginary: sums.imaginary(sum), output: output,
+                                 segments: segment..<segment + 1, newestSlot: receivingSlot, routing: routing)
             summedUnits += 1
         }
     }
@@ -759,7 +762,7 @@ final class TailLevel {
     }
 
     func reset() {
-        delayLine.zero()
+        delayLine.reset()
         results.zero()
         spreadSums?.zero()
         mixingBlock = -1
