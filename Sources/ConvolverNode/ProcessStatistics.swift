@@ -10,6 +10,9 @@ final class ProcessStatistics {
     let calls = Atomic<Int>(0)
     /// Cycles where the node finished after the cycle's end (`clock.next_nsec`).
     let lateCycles = Atomic<Int>(0)
+    /// Late cycles whose call took less than the cycle's period: it would have finished in time had
+    /// it started with the cycle; it started too late (the nodes before it or the machine delayed it).
+    let lateCyclesStartedLate = Atomic<Int>(0)
     /// Cycles the graph's clock moved past between two calls of the node: a machine stall delayed
     /// the graph or the node. In stalls reproduced and traced here the node's input mostly stayed
     /// continuous (the player skipped the cycle too); now and then the player's block of a stalled
@@ -34,13 +37,16 @@ final class ProcessStatistics {
 
     deinit { busyNanosRing.deallocate() }
 
-    /// Real-time safe: two atomic increments and one store into preallocated memory.
-    func record(busyNanos: UInt64, late: Bool) {
+    /// Real-time safe: atomic increments and one store into preallocated memory.
+    func record(busyNanos: UInt64, late: Bool, periodNanos: UInt64) {
         let count = busyWriteCount.load(ordering: .relaxed)
         busyNanosRing[count % Self.ringCapacity] = UInt32(clamping: busyNanos)
         busyWriteCount.store(count + 1, ordering: .releasing)
         calls.wrappingAdd(1, ordering: .relaxed)
-        if late { lateCycles.wrappingAdd(1, ordering: .relaxed) }
+        if late {
+            lateCycles.wrappingAdd(1, ordering: .relaxed)
+            if busyNanos < periodNanos { lateCyclesStartedLate.wrappingAdd(1, ordering: .relaxed) }
+        }
     }
 
     /// Counts the cycles skipped since the previous call. `position`, `duration`: this cycle's

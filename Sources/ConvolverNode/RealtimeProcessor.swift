@@ -281,7 +281,8 @@ final class RealtimeProcessor {
         callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount)
 
         let endNanos = monotonicNanos()
-        statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline)
+        statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
+                          periodNanos: UInt64(frameCount) * 1_000_000_000 / UInt64(max(graphRate, 1)))
     }
 
     /// Adds this call to `silentInputFrames`, or starts it over when any input sample is not zero.

@@ -101,8 +101,8 @@ final class ControlTests: XCTestCase {
             first = (try? statistics()) ?? [:]
             return (number(first["convolver.calls"]) ?? 0) > 0
         }, "statistics: \(first)")
-        for key in ["convolver.calls", "convolver.late-cycles", "convolver.missed-cycles", "convolver.late-levels", "convolver.helper-margin-p99-us",
-                    "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate",
+        for key in ["convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.missed-cycles",
+                    "convolver.late-levels", "convolver.helper-margin-p99-us", "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate",
                     "convolver.split-parts", "convolver.late-splits"] {
             XCTAssertNotNil(first[key], "\(key) missing in \(first)")
         }

@@ -1,7 +1,8 @@
 @testable import ConvolverNode
 import XCTest
 
-/// The missed-cycle count: cycles the graph's clock moved past between two calls of the node.
+/// The missed-cycle count (cycles the graph's clock moved past between two calls of the node) and
+/// the late-cycle counts.
 final class ProcessStatisticsTests: XCTestCase {
     func testSkippedCyclesAreTheClockStepsBeyondThePreviousCycle() {
         func skipped(_ from: UInt64, _ duration: UInt64, _ to: UInt64) -> Int {
@@ -23,5 +24,17 @@ final class ProcessStatisticsTests: XCTestCase {
             statistics.recordClock(position: position, duration: 256, rate: 48000)
         }
         XCTAssertEqual(statistics.missedCycles.load(ordering: .relaxed), 1 + 2)
+    }
+
+    func testLateCyclesThatStartedLateAreThoseWhoseCallFitTheirPeriod() {
+        let statistics = ProcessStatistics()
+        let period: UInt64 = 5_333_333  // 256 frames at 48 kHz
+        statistics.record(busyNanos: 40_000, late: false, periodNanos: period)
+        statistics.record(busyNanos: 40_000, late: true, periodNanos: period)     // woken too late
+        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period)  // its own work too long
+        statistics.record(busyNanos: 6_000_000, late: false, periodNanos: period)
+        XCTAssertEqual(statistics.calls.load(ordering: .relaxed), 4)
+        XCTAssertEqual(statistics.lateCycles.load(ordering: .relaxed), 2)
+        XCTAssertEqual(statistics.lateCyclesStartedLate.load(ordering: .relaxed), 1)
     }
 }
