@@ -251,14 +251,9 @@ final class BadInputTests: XCTestCase {
                 usleep(1_500_000)
                 keepsProcessing(daemon, "conv-target", row.name)
                 if setting == "clock.force-quantum" {
-                    // What the graph really ran: the profiler's quantum (clock.duration) per node.
-                    let (status, top) = try daemon.run([BuildProducts.directory + "/pw-convolver", "top", "--batch", "--seconds", "1.5",
-                                                        "--node", "conv-target"], timeout: 20)
-                    XCTAssertEqual(status, 0, top)
-                    let line = top.split(separator: "\n").last { $0.contains("conv-target") } ?? ""
-                    let columns = line.split(separator: " ")
+                    let (quantum, line) = try daemon.profiledQuantum(ofNode: "conv-target")
                     print("bad input live (graph) | \(row.name) | pw-convolver top: \(line)")
-                    XCTAssertEqual(columns.count > 2 ? String(columns[2]) : "", "8192",
+                    XCTAssertEqual(quantum, "8192",
                                    "force-quantum \(value) is clamped to the daemon's default.clock.max-quantum 8192")
                 }
                 print("bad input live (graph) | \(row.name) | rate \(property(daemon, "conv-target", "convolver.rate") ?? "-"), "

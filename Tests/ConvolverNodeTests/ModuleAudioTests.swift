@@ -131,4 +131,39 @@ final class ModuleAudioTests: XCTestCase {
                           allowedGlitches: 3, impulseFrames: 4800)
         XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)")
     }
+
+    /// Quanta that are not powers of two (PipeWire rounds quanta down to one unless its
+    /// `clock.power-of-two-quantum` is false), changing while playing: 480 (a common hardware
+    /// period), then 100 and 333. The node re-plans for 480 in the lead-in's silence and runs the
+    /// other sizes on that plan (it re-plans only in silence); the output equals the convolution of
+    /// what it received at one constant lag, ≤ −90 dB over the whole signal. (jconvolver runs only
+    /// at powers of two.)
+    func testQuantaThatAreNotPowersOfTwoKeepOutputExact() throws {
+        daemon.stop()
+        daemon = try PrivatePipeWire(name: "odd-quanta", extraProperties: "clock.power-of-two-quantum = false")
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: 5, leadIn: 1), to: path("input.wav"))
+        try daemon.setQuantum(480)
+        let client = try startNode("conv-odd", arguments: "filename = \"\(path("ir.wav"))\"")
+        defer { client.stop() }
+        var ran: [String] = []  // the quanta the graph ran the node at, by its profiler
+        try PlayThrough(daemon: daemon, nodeName: "conv-odd")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 6.5, tailSeconds: 0.3, tag: "odd") {
+                usleep(1_500_000)  // the lead-in and some sound
+                for quantum in [100, 333] {
+                    ran.append(try daemon.profiledQuantum(ofNode: "conv-odd", seconds: 0.8).quantum)
+                    try daemon.setQuantum(quantum)
+                    usleep(300_000)
+                }
+                ran.append(try daemon.profiledQuantum(ofNode: "conv-odd", seconds: 0.8).quantum)
+            }
+        print("quanta the graph ran the node at: \(ran)")
+        XCTAssertEqual(ran, ["480", "100", "333"])
+        let properties = try XCTUnwrap(try daemon.nodeProperties("conv-odd")).properties
+        print("plan \(properties["convolver.plan"] ?? "") for quantum \(properties["convolver.plan-quantum"] ?? "")")
+        XCTAssertEqual("\(properties["convolver.plan-quantum"] ?? "")", "480", "re-planned for 480 in the lead-in")
+        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
+                          allowedGlitches: 3, impulseFrames: 4800)
+        XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)")
+    }
 }

@@ -52,6 +52,7 @@ final class PrivatePipeWire {
 
     /// `extraModules`: SPA-JSON module entries added at the end of the daemon's `context.modules`
     /// (e.g. the convolver module, to test it inside the daemon).
+    /// `extraProperties`: SPA-JSON key-value pairs added to its `context.properties`.
     /// `dropIns`: files copied into `pipewire.conf.d/` beside the daemon's config, which is then
     /// found through PIPEWIRE_CONFIG_DIR as `pipewire.conf` (how a user's drop-in is loaded).
     /// Recordings go here. On tmpfs when there is one: pw-record writes its file from its data
@@ -59,11 +60,15 @@ final class PrivatePipeWire {
     /// drop a cycle of both the node's input and output, which then no longer match.
     static let scratchDirectory = FileManager.default.isWritableFile(atPath: "/dev/shm") ? "/dev/shm/" : NSTemporaryDirectory()
 
-    init(name: String, extraModules: String = "", dropIns: [String] = []) throws {
+    init(name: String, extraModules: String = "", extraProperties: String = "", dropIns: [String] = []) throws {
         runtimeDirectory = Self.scratchDirectory + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
+        if !extraProperties.isEmpty {
+            guard let start = configuration.range(of: "context.properties = {") else { throw CocoaError(.fileReadCorruptFile) }
+            configuration.insert(contentsOf: "\n    " + extraProperties, at: start.upperBound)
+        }
         if !extraModules.isEmpty {
             // At the end of context.modules: after protocol-native, which a module's core needs.
             guard let start = configuration.range(of: "context.modules = ["),
@@ -240,6 +245,17 @@ final class PrivatePipeWire {
 
     func setQuantum(_ quantum: Int) throws {
         try run(["pw-metadata", "-n", "settings", "0", "clock.force-quantum", "\(quantum)"])
+    }
+
+    /// The quantum the graph really ran `node` at (the profiler's clock.duration, by
+    /// `pw-convolver top --batch`), over `seconds`, and top's line for it.
+    func profiledQuantum(ofNode node: String, seconds: Double = 1.5) throws -> (quantum: String, line: String) {
+        let (status, top) = try run([BuildProducts.directory + "/pw-convolver", "top", "--batch", "--seconds", "\(seconds)",
+                                     "--node", node], timeout: 20 + seconds)
+        guard status == 0 else { throw TestFailure("pw-convolver top exited \(status): \(top)") }
+        let line = top.split(separator: "\n").last { $0.hasSuffix(" " + node) } ?? ""
+        let columns = line.split(separator: " ")
+        return (columns.count > 2 ? String(columns[2]) : "", String(line))
     }
 
     /// True while the daemon answers (`pw-cli info 0`).
