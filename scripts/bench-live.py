@@ -400,7 +400,8 @@ def main():
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None and r["statistics"]:
             st = r["statistics"]
-            print(f"{case(ir_seconds, quantum, round_index)}  calls {st.get('calls')}, late cycles {st.get('late-cycles')} (started late {st.get('late-cycles-started-late')}), missed cycles {st.get('missed-cycles')}, "
+            print(f"{case(ir_seconds, quantum, round_index)}  calls {st.get('calls')}, late cycles {st.get('late-cycles')} "
+                  f"(started late {st.get('late-cycles-started-late')}), missed cycles {st.get('missed-cycles')}, "
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")

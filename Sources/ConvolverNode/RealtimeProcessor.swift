@@ -248,6 +248,7 @@ final class RealtimeProcessor {
             activeEngine = next
         }
 
+        let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
         if let activeEngine {
             // Sound: the slot is retained by `activeEngine` until the main loop frees it from
             // `retiredEngine`, which happens only after this thread stored it there.
@@ -261,7 +262,6 @@ final class RealtimeProcessor {
                     if frameCount != slot.plannedBlockSize { wakeMainLoop() }
                 }
                 // Helpers' results may be awaited until 75% of this call's period has passed.
-                let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
                 slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
                                           sampleRate: Double(max(graphRate, 1)))
                 let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
@@ -282,7 +282,7 @@ final class RealtimeProcessor {
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
-                          periodNanos: UInt64(frameCount) * 1_000_000_000 / UInt64(max(graphRate, 1)))
+                          periodNanos: UInt64(periodNanos))
     }
 
     /// Adds this call to `silentInputFrames`, or starts it over when any input sample is not zero.

@@ -325,7 +325,7 @@ struct FrequencyDelayLine {
 /// so no later call uses it.
 final class HeadLevel {
     let blockSize: Int
-    let segmentCount: Int
+    var segmentCount: Int { delayLine.segmentCount }
     let outputCount: Int
     /// Samples of the current block received so far.
     private(set) var fill = 0
@@ -365,7 +365,6 @@ final class HeadLevel {
 
     init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
         blockSize = level.blockSize
-        segmentCount = level.segmentCount
         outputCount = routing.outputCount
         fft = RealFFT.ofSize(2 * blockSize)
         delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
@@ -605,7 +604,7 @@ enum PartOutcome: UInt8 {
 /// level's scratch buffers are its own.
 final class TailLevel {
     let blockSize: Int
-    let segmentCount: Int
+    var segmentCount: Int { delayLine.segmentCount }
     let offset: Int
     private let fft: RealFFT
     private let delayLine: FrequencyDelayLine
@@ -630,7 +629,6 @@ final class TailLevel {
 
     init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
         blockSize = level.blockSize
-        segmentCount = level.segmentCount
         offset = level.offset
         fft = RealFFT.ofSize(2 * blockSize)
         delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
