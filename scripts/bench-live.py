@@ -19,11 +19,15 @@ still shows whether its output was right.
 The machine is shared: a system's CPU in one case moves by up to 40 % from one run to the next,
 and both systems' with it. With --rounds N each case runs N times, the two systems alternating
 (first one, then the other first), and the ratios are given per round, with their median.
+With a 0.001 s IR among the cases, each system's CPU there is its floor (a client process woken
+every cycle: on a small virtual machine most of what either system costs), and the CPU above it,
+the convolution's own, is compared too.
 
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
   /usr/bin/python3 scripts/bench-live.py --seconds 5 --ir 1 --quantum 256   # a smoke run
   /usr/bin/python3 scripts/bench-live.py --ir 3 --quantum 256 --rounds 3      # ratios and their median
+  /usr/bin/python3 scripts/bench-live.py --ir 0.001,3 --quantum 256 --rounds 3  # and the CPU above each floor
 """
 import argparse
 import json
@@ -47,6 +51,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATE = 48000
 PORTS = "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+# An IR this short costs next to nothing: a run with it measures a system's floor (see print_above_floor).
+FLOOR_IR_SECONDS = 0.001
 COMPARE = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/compare_recording.py")
 COMPARE_CALLS = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/compare_calls.py")
 
@@ -291,6 +297,34 @@ def compare_recording(recording, ir_path, input_path, quantum, directory):
     return max(results, key=lambda r: (r["glitchCount"], r["errorDB"]))
 
 
+def print_above_floor(by_run):
+    """With a near-empty IR in the run (--ir 0.001 beside the others), each system's CPU in that case is its
+    floor at that quantum and round: waking a client process every cycle and passing buffers, which is
+    most of what any node costs here. Each case's CPU above its floor is then the convolution's own cost."""
+    floors = {(quantum, round_index, system): r["cpu_percent"]
+              for (ir_seconds, quantum, round_index, system), r in by_run.items() if ir_seconds <= FLOOR_IR_SECONDS}
+    rows = {}
+    for (ir_seconds, quantum, round_index, system), ours in by_run.items():
+        reference = by_run.get((ir_seconds, quantum, round_index, "filter-chain"))
+        if system == "filter-chain" or not reference or ir_seconds <= FLOOR_IR_SECONDS:
+            continue
+        our_floor = floors.get((quantum, round_index, system))
+        reference_floor = floors.get((quantum, round_index, "filter-chain"))
+        if our_floor is None or reference_floor is None:
+            continue
+        above, reference_above = ours["cpu_percent"] - our_floor, reference["cpu_percent"] - reference_floor
+        rows.setdefault((ir_seconds, quantum), []).append(
+            (above, reference_above, above / reference_above if reference_above > 0 else float("nan")))
+    if not rows:
+        return
+    print(f"\nCPU above each system's floor (its CPU with a {FLOOR_IR_SECONDS:g} s IR at the same quantum and round),"
+          " % of a core: ours / filter-chain's, ratio; the median ratio first:")
+    for (ir_seconds, quantum), rounds in rows.items():
+        median = statistics.median(ratio for _, _, ratio in rounds)
+        print(f"{ir_seconds:>5g} {quantum:>7}  {median:.2f}x  ("
+              + ", ".join(f"{above:.2f} / {reference_above:.2f} = {ratio:.2f}" for above, reference_above, ratio in rounds) + ")")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=40, help="length of the noise input (default 40)")
@@ -390,6 +424,7 @@ def main():
                 return median if len(values) == 1 else f"{median} ({' '.join(f'{v:.{digits}f}' for v in values)})"
             print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ratio('cpu_percent', 2)}, busy p99 {ratio('busy_p99_us', 3)},"
                   f" busy max {ratio('busy_max_us', 3)}")
+    print_above_floor(by_run)
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None:
