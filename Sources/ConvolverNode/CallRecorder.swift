@@ -1,16 +1,16 @@
 // Test seam: the node's own input and output, call by call, as the data thread saw them.
 import Foundation
 
-/// When `SWIFT_CONVOLVER_TEST_RECORD_CALLS` names a file (read once, at setup), the data thread
+/// When the module key `test.record-calls` names a file (read at setup), the data thread
 /// copies every call's input and output port buffers into memory allocated here (up to two
 /// minutes at 48 kHz), and when the node is destroyed the main loop writes them to that file: raw
 /// float32 frames of every input channel, then every output channel. (Not while the node runs: the
 /// kernel's copy into the page cache was a fifth of a short IR's CPU in bench-live.) A test (or
 /// bench-live) can then hold the output to the exact convolution of the node's own input, whatever
 /// the graph did around it (stalls, missed or repeated cycles, cycles its recording lost). Never
-/// set outside tests and benchmarks.
+/// set outside tests and benchmarks. Channels are in the node's order (position i = channel i),
+/// whatever ports the buffers came from.
 final class CallRecorder {
-    static let environmentKey = "SWIFT_CONVOLVER_TEST_RECORD_CALLS"
     static let capacityFrames = 120 * 48000
 
     private let path: String
@@ -20,12 +20,7 @@ final class CallRecorder {
     /// Frames recorded: the data thread's until the node is destroyed (then `write` reads it).
     private var recordedFrames = 0
 
-    static func fromEnvironment(inputCount: Int, outputCount: Int) -> CallRecorder? {
-        guard let path = ProcessInfo.processInfo.environment[environmentKey], !path.isEmpty else { return nil }
-        return CallRecorder(path: path, inputCount: inputCount, outputCount: outputCount)
-    }
-
-    private init(path: String, inputCount: Int, outputCount: Int) {
+    init(path: String, inputCount: Int, outputCount: Int) {
         self.path = path
         self.inputCount = inputCount
         channels = inputCount + outputCount

@@ -53,7 +53,8 @@ public final class ConvolverFilterNode {
         controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
         realtime = RealtimeProcessor(inputCount: configuration.channelCount, outputCount: configuration.outputCount,
                                      controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
-                                     crossfadeEqualPower: configuration.crossfadeEqualPower)
+                                     crossfadeEqualPower: configuration.crossfadeEqualPower,
+                                     testRecordCallsPath: configuration.testRecordCallsPath, testFault: configuration.testFault)
         filterListener = .allocate(capacity: 1)
         filterListener.initialize(to: spa_hook())
 

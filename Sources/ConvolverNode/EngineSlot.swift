@@ -50,7 +50,8 @@ enum EngineFactory {
         let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
                                                       maxPartitionSize: configuration.maxPartitionSize,
                                                       placement: .node,
-                                                      sampleRate: Double(sampleRate))
+                                                      sampleRate: Double(sampleRate),
+                                                      testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
         let engine: ConvolutionEngine

@@ -68,6 +68,12 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// 7.1 sink → 2 binaural outputs through `impulses`); nil = one output per input position.
     public var outputPositions: [String]?
 
+    /// Test only (`test.record-calls`): the node keeps every call's input and output and writes
+    /// them to this file when it is destroyed (`CallRecorder`), for the live tests' judge.
+    public var testRecordCallsPath: String?
+    /// Test only (`test.fault`): a deliberately broken node, so tests can show their judges fail.
+    public var testFault: TestFault?
+
     public var channelCount: Int { positions.count }
     public var outputChannelPositions: [String] { outputPositions ?? positions }
     public var outputCount: Int { outputChannelPositions.count }
@@ -162,6 +168,14 @@ public struct NodeConfiguration: Sendable, Equatable {
                     throw NodeConfigurationError(key: key, message: "'\(other)' is not equal-power or linear")
                 }
             case "target.object": configuration.targetObject = try text(value, key)
+            case "test.record-calls": configuration.testRecordCallsPath = try text(value, key)
+            case "test.fault":
+                let name = try text(value, key)
+                guard let fault = TestFault(rawValue: name) else {
+                    throw NodeConfigurationError(key: key, message: "'\(name)' is not one of "
+                        + TestFault.allCases.map(\.rawValue).joined(separator: ", "))
+                }
+                configuration.testFault = fault
             case "mode":
                 guard let mode = NodeMode(rawValue: try text(value, key)) else {
                     throw NodeConfigurationError(key: key, message: "'\(value.text ?? "")' is not filter or sink")
@@ -344,6 +358,18 @@ public enum NodeMode: String, Sendable, Equatable {
     /// A virtual sink (`media.class = Audio/Sink`, inputs `playback_<POS>` like a device sink)
     /// whose outputs `output_<POS>` go on to `target.object` or the default sink.
     case sink
+}
+
+/// The deliberate faults of `test.fault`: each breaks the node in one way its tests must catch.
+public enum TestFault: String, Sendable, Equatable, CaseIterable {
+    /// `process` allocates on every call (the real-time safety test's counter must see it).
+    case allocateInProcess = "allocate-in-process"
+    /// The longest tail level leaves out one output block (the one holding stream time 3 s).
+    case dropTailBlock = "drop-tail-block"
+    /// The first two output ports carry each other's channel.
+    case swapOutputs = "swap-outputs"
+    /// The output comes one sample late.
+    case delayOneSample = "delay-one-sample"
 }
 
 /// A configuration mistake, naming the key (or `args` for syntax errors).

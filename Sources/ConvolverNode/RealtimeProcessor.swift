@@ -96,20 +96,22 @@ final class RealtimeProcessor {
     /// is the safety margin for the rest of the graph.
     static let waitFraction = 0.75
 
-    /// Test hook: `SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS=1` (read once, here at setup) makes
-    /// `process` allocate an array every call, so the real-time safety test can show that its
-    /// counter catches an allocating build. Never set outside that test.
-    private let allocateInProcessForTesting =
-        ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS"] == "1"
-    private var testAllocationSink: [Float] = []
-    /// Test hook: every call's input and output (`CallRecorder`); nil unless a test asks for it.
+    /// Test only: every call's input and output (`CallRecorder`, module key `test.record-calls`).
     let callRecorder: CallRecorder?
+    /// Test only: the deliberate fault of `test.fault` (nil in every real use).
+    private let testFault: TestFault?
+    private var testAllocationSink: [Float] = []
+    /// `delay-one-sample`: each output's last sample of the previous call.
+    private let testDelayCarry: UnsafeMutablePointer<Float>
 
     init(inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
-         crossfadeEqualPower: Bool = true) {
+         crossfadeEqualPower: Bool = true, testRecordCallsPath: String? = nil, testFault: TestFault? = nil) {
         self.inputCount = inputCount
         self.outputCount = outputCount
-        callRecorder = CallRecorder.fromEnvironment(inputCount: inputCount, outputCount: outputCount)
+        callRecorder = testRecordCallsPath.map { CallRecorder(path: $0, inputCount: inputCount, outputCount: outputCount) }
+        self.testFault = testFault
+        testDelayCarry = .allocate(capacity: outputCount)
+        testDelayCarry.initialize(repeating: 0, count: outputCount)
         crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
         (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
@@ -138,6 +140,7 @@ final class RealtimeProcessor {
         fadeBuffers.deallocate()
         stagedStorage.deallocate()
         stagedBuffers.deallocate()
+        testDelayCarry.deallocate()
     }
 
     /// `channels` zeroed buffers of `bufferedCallCapacity` frames: one storage, and a pointer per channel.
@@ -227,6 +230,7 @@ final class RealtimeProcessor {
     /// One cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount` frames
     /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
+        if testFault == .swapOutputs && outputCount >= 2 { (outputBuffers[0], outputBuffers[1]) = (outputBuffers[1], outputBuffers[0]) }
         // The input as the engine reads it, now: a late call's upstream may rewrite it meanwhile.
         callRecorder?.recordInputs(UnsafePointer(inputBuffers), frameCount: frameCount)
         if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
@@ -277,12 +281,27 @@ final class RealtimeProcessor {
         }
 
         countSilentInput(frameCount: frameCount)
-        if allocateInProcessForTesting { testAllocationSink = [Float](repeating: 0, count: frameCount + 1) }
+        switch testFault {
+        case .allocateInProcess: testAllocationSink = [Float](repeating: 0, count: frameCount + 1)
+        case .delayOneSample: delayOutputsOneSample(frameCount: frameCount)
+        default: break
+        }
         callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount)
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
                           periodNanos: UInt64(periodNanos))
+    }
+
+    /// `delay-one-sample`: shifts every output one frame later, carrying the last one to the next call.
+    private func delayOutputsOneSample(frameCount: Int) {
+        for channel in 0..<outputCount {
+            guard let output = outputBuffers[channel], frameCount > 0 else { continue }
+            let last = output[frameCount - 1]
+            (output + 1).update(from: output, count: frameCount - 1)
+            output[0] = testDelayCarry[channel]
+            testDelayCarry[channel] = last
+        }
     }
 
     /// Adds this call to `silentInputFrames`, or starts it over when any input sample is not zero.

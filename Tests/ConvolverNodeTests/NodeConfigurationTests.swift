@@ -63,6 +63,18 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x audio.channels = 3").0.positions, ["AUX0", "AUX1", "AUX2"])
     }
 
+    /// The test-only keys: off unless given; every fault by its name.
+    func testTestOnlyKeys() throws {
+        let defaults = try NodeConfiguration.parse(arguments: "filename = x").0
+        XCTAssertNil(defaults.testRecordCallsPath)
+        XCTAssertNil(defaults.testFault)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x test.record-calls = \"/tmp/r.f32\"").0.testRecordCallsPath,
+                       "/tmp/r.f32")
+        for fault in TestFault.allCases {
+            XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
+        }
+    }
+
     func testUnknownKeysWarn() throws {
         let (_, warnings) = try NodeConfiguration.parse(arguments: "filename = x colour = blue workgroup = { speed = 2 }")
         XCTAssertEqual(warnings, ["unknown key 'colour' ignored", "unknown key 'workgroup.speed' ignored"])
@@ -76,6 +88,7 @@ final class NodeConfigurationTests: XCTestCase {
             ("partition = { max = 1000 }", "partition.max"), ("workgroup = { threads = 0 }", "workgroup.threads"),
             ("resample.quality = 15", "resample.quality"), ("impulses = [ { input = 0 output = 0 } ]", "impulses[0].filename"),
             ("impulses = [ { input = 2 output = 0 filename = x } ]", "impulses[0].input"), ("node.name = \"\"", "node.name"),
+            ("test.fault = explode", "test.fault"), ("test.record-calls = \"\"", "test.record-calls"),
         ]
         for (arguments, key) in cases {
             XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + arguments), arguments) { error in

@@ -54,6 +54,9 @@ public final class ConvolutionEngine: LevelJobRunner {
         head.configureSplit(partCount: partCount, routing: routing)
         spreadLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
         for level in tails.prefix(spreadLevelCount) { level.spreadOverCalls(routing: routing) }
+        if let seconds = configuration.testDroppedTailBlockSeconds, let longest = tails.last {
+            longest.testDroppedBlock = max(0, Int(seconds * configuration.sampleRate) - longest.offset) / longest.blockSize
+        }
     }
 
     /// Into how many parts the head's per-output work is split on each call (1: not split; part 0
@@ -626,6 +629,8 @@ final class TailLevel {
     /// FFTs, then outputs), and (output, segment) units of the next job summed.
     private var finishingUnits = 0
     private var summedUnits = 0
+    /// Test only (`EngineConfiguration.testDroppedTailBlockSeconds`): an output block left out.
+    var testDroppedBlock = -1
 
     init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
         blockSize = level.blockSize
@@ -747,7 +752,7 @@ final class TailLevel {
         let block = delayed / blockSize
         if block != mixingBlock {
             mixingBlock = block
-            mixingBlockReady = !awaitsJobs || scheduler.awaitResult(level: schedulerLevel, block: block)
+            mixingBlockReady = (!awaitsJobs || scheduler.awaitResult(level: schedulerLevel, block: block)) && block != testDroppedBlock
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
         let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize

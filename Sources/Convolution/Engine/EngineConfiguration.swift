@@ -10,14 +10,18 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// its own), and the rate that sets the call period.
     public var placement: LevelPlacement?
     public var sampleRate: Double
+    /// Test only: a deliberately broken engine whose longest tail level leaves out the output
+    /// block that holds this stream time (seconds), so tests can show their judges catch it.
+    public var testDroppedTailBlockSeconds: Double?
 
     public init(expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil,
-                placement: LevelPlacement? = nil, sampleRate: Double = 48000) {
+                placement: LevelPlacement? = nil, sampleRate: Double = 48000, testDroppedTailBlockSeconds: Double? = nil) {
         self.expectedBlockSize = expectedBlockSize
         self.maxPartitionSize = maxPartitionSize
         self.fixedPlan = fixedPlan
         self.placement = placement
         self.sampleRate = sampleRate
+        self.testDroppedTailBlockSeconds = testDroppedTailBlockSeconds
     }
 
     /// The plan a uniformly partitioned engine (one level, block = `blockSize`) would use:
