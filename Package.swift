@@ -52,7 +52,7 @@ let package = Package(
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],
-                    exclude: ["Support/compare_recording.py"]),
+                    exclude: ["Support/judge_record.py", "Support/judge_graph.py"]),
         // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
         .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),
     ]

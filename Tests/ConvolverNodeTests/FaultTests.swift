@@ -48,8 +48,10 @@ final class FaultTests: XCTestCase {
         try TestSignals.write(impulse, to: path("ir.wav"))
         let loadSeconds = 4.0, recoverySeconds = 6.0
         try TestSignals.write(TestSignals.noise(seconds: 2 + loadSeconds + recoverySeconds, leadOut: 2.5), to: path("input.wav"))
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-starved")
         let host = try RealtimeCheckHost(daemon: daemon, name: "conv-starved",
-                                         arguments: "node.name = conv-starved audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
+                                         arguments: "node.name = conv-starved audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                                             + record.argument,
                                          launcher: ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
         defer { host.client.stop() }
         XCTAssertEqual(try statistic("conv-starved", "convolver.helper-realtime"), "0", "helpers must run without RT here")
@@ -93,16 +95,12 @@ final class FaultTests: XCTestCase {
         XCTAssertGreaterThan(underLoad, before, "starved helpers must show up as late levels")
         // Recovered: the count stops rising (a little slack for the shared, noisy machine).
         XCTAssertLessThanOrEqual(recovered - underLoad, max(2, (underLoad - before) / 20), "late levels kept rising after the load ended")
-        let results = try NumpyReference.compare(recording: path("rec.wav"), channels: 2, impulse: path("ir.wav"),
-                                                 wet: 1, dry: 0, played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        // Late levels leave their contribution out (expected), so only continuity is asserted:
-        // the lag does not move.
-        for (channel, result) in results.enumerated() {
-            print("channel \(channel): lag \(result.lag) (end \(result.endLag)), error \(String(format: "%.1f", result.errorDB)) dB")
-            XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated")
-            XCTAssertGreaterThanOrEqual(result.comparedFrames, result.expectedFrames, "channel \(channel)")
-        }
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
+        host.client.stop()
+        // Late levels leave their contribution out (expected), so the output is not judged for
+        // exactness; the recording must still be the node's output, nothing dropped or repeated.
+        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+            .assertGraphPath(label: "starved helpers")
     }
 
     private static func setFifo(_ tid: pid_t, priority: Int32) -> Int32 {
@@ -176,16 +174,16 @@ final class FaultTests: XCTestCase {
 
     // MARK: - Quantum storm
 
-    /// 64 ↔ 1024 every 0.5 s while playing: the output equals numpy's convolution of what the node
-    /// received (recorded in the same pw-record stream, see PlayThrough) at one lag from start to
-    /// end. Short wrong-sample runs (late cycles at q=64 on this VM) are allowed, at most one per
-    /// switch, each at most a quantum plus the IR long; outside them ≤ −90 dB.
+    /// 64 ↔ 1024 every 0.5 s while playing: the node's output equals numpy's convolution of its
+    /// own input at every frame, and the recorder got that output.
     func testQuantumSwitchStormKeepsOutputContinuous() throws {
         let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_STORM_SECONDS"] ?? "") ?? 15
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds + 1), to: path("input.wav"))
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-storm")
         let client = try ModuleClient.start(daemon, name: "conv-storm",
-                                            arguments: "node.name = conv-storm audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"")
+                                            arguments: "node.name = conv-storm audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                                                + record.argument)
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-storm", count: 4, timeout: 30)
         var switches = 0
@@ -200,13 +198,10 @@ final class FaultTests: XCTestCase {
                 try daemon.setQuantum(256)
             }
         print("quantum switches: \(switches); node late cycles: \((try? statistic("conv-storm", "convolver.late-cycles")) ?? "?")")
-        let results = try NumpyReference.compare(recording: path("rec.wav"), channels: 2, impulse: path("ir.wav"),
-                                                 wet: 1, dry: 0, played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        // As in the quantum-change test: an unexplained graph hiccup spans at most two of the
-        // largest quanta of input, and its wrong output one IR length more.
-        NumpyReference.assertMatch(results, outputs: 2, label: "storm", zeroLag: false, allowedGlitches: switches,
-                                   glitchLimit: 2 * 1024 + 4800)
         XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
+        client.stop()
+        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+            .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "storm")
     }
 
     // MARK: - Machine stalls
@@ -217,15 +212,17 @@ final class FaultTests: XCTestCase {
     /// runs the node twice at one clock position, so the recording cannot always show what the
     /// node got. The node's own record of every call (`CallRecorder`) can: its output must be
     /// numpy's convolution of its own input to float precision, from the first call to the last,
-    /// with a 1 s IR (at quantum 256 a level spread on the data thread and one on a helper).
+    /// with a 1 s IR (at quantum 256 a level spread on the data thread and one on a helper). The
+    /// recording is still the node's output, but for the few frames around a stall where the
+    /// recorder may take a port buffer the node is rewriting.
     func testOutputIsTheConvolutionOfTheNodesOwnInputThroughMachineStalls() throws {
         let stalls = 5, stallMilliseconds = 30, seconds = 8.0
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds), to: path("input.wav"))
-        let calls = path("calls.f32")
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-stalls")
         let client = try ModuleClient.start(daemon, name: "conv-stalls",
-                                            arguments: "node.name = conv-stalls audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
-                                            extraEnvironment: ["SWIFT_CONVOLVER_TEST_RECORD_CALLS": calls])
+                                            arguments: "node.name = conv-stalls audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                                                + record.argument)
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-stalls", count: 4, timeout: 30)
         var hogs: [BackgroundProcess] = []
@@ -253,18 +250,9 @@ final class FaultTests: XCTestCase {
         XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
         client.stop()  // the node writes its record when it is destroyed
 
-        let compared = try daemon.run(["/usr/bin/python3", BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/compare_calls.py",
-                                       calls, path("ir.wav")], timeout: 60)
-        XCTAssertEqual(compared.status, 0, compared.output)
-        let result = try JSONSerialization.jsonObject(with: Data(compared.output.utf8)) as? [String: Any] ?? [:]
-        let fields = ["frames", "withoutOutputs", "playedSamples", "worst"].compactMap { (result[$0] as? NSNumber)?.doubleValue }
-        XCTAssertEqual(fields.count, 4, compared.output)
-        guard fields.count == 4 else { return }
-        print("stalls: \(Int(fields[0])) frames recorded by the node (\(Int(fields[1])) without output buffers), "
-              + "worst difference from numpy \(fields[3])")
-        XCTAssertGreaterThan(fields[0], seconds * 48000, "the node's record must span the playback")
-        XCTAssertGreaterThan(fields[2], seconds * 48000, "the node must have got the noise")
-        XCTAssertLessThanOrEqual(fields[3], 1e-4, "the node's output is not the convolution of its own input")
+        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+            .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "stalls",
+                         allowedUnmatched: stalls * 1024)
     }
 
     // MARK: - Denormals

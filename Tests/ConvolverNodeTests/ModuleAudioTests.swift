@@ -3,9 +3,9 @@ import Foundation
 import XCTest
 
 /// The module loaded by a `pipewire -c` client process into a private headless daemon; audio from
-/// pw-play through the node into pw-record, compared with numpy's convolution of what the node
-/// received, recorded in the same pw-record stream (see PlayThrough). Zero added latency: the
-/// output lines up with the input at lag 0.
+/// pw-play through the node into pw-record. The node's own record is numpy's convolution of its
+/// input (zero added latency: at lag 0), and the recorder got that output in the cycle of its
+/// input (LiveJudges).
 final class ModuleAudioTests: XCTestCase {
     private var daemon: PrivatePipeWire!
     private let positions = ["FL", "FR"]
@@ -23,13 +23,15 @@ final class ModuleAudioTests: XCTestCase {
 
     private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
 
-    /// The node the current test runs (for its statistics in the test log).
+    /// The node the current test runs and its record.
     private var nodeUnderTest = ""
+    private var record: NodeRecord!
 
     private func startNode(_ name: String, arguments: String) throws -> BackgroundProcess {
         nodeUnderTest = name
+        record = NodeRecord(directory: daemon.runtimeDirectory, name: name)
         let client = try ModuleClient.start(daemon, name: name,
-                                            arguments: "node.name = \(name) audio.position = [ FL FR ] \(arguments)")
+                                            arguments: "node.name = \(name) audio.position = [ FL FR ] \(record.argument) \(arguments)")
         do {
             try daemon.waitForPorts(ofNode: name, count: 4, timeout: 30)
         } catch {
@@ -38,20 +40,17 @@ final class ModuleAudioTests: XCTestCase {
         return client
     }
 
-    /// Compares the recording with numpy (NumpyReference.assertMatch). `allowedGlitches`: the
-    /// quantum test allows a few runs of wrong samples no graph event explains (at q=64 this VM's
-    /// graph misses deadlines, FACTS.md), each at most two quanta of 1024 plus the IR long.
-    private func assertMatches(impulse: String?, recording: String, wet: Double, dry: Double,
-                               allowedGlitches: Int = 0, impulseFrames: Int = 0,
-                               file: StaticString = #filePath, line: UInt = #line) throws {
+    /// Stops the node's client (the node writes its record) and judges the record and the recording.
+    private func assertMatches(impulse: String?, client: BackgroundProcess, file: StaticString = #filePath, line: UInt = #line) throws {
         if let node = try? daemon.nodeProperties(nodeUnderTest) {
             let statistics = node.properties.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
             print("node statistics: " + statistics.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
-        let results = try NumpyReference.compare(recording: recording, channels: positions.count, impulse: impulse,
-                                                 wet: wet, dry: dry, played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        NumpyReference.assertMatch(results, outputs: positions.count, label: nodeUnderTest, allowedGlitches: allowedGlitches,
-                                   glitchLimit: 2 * 1024 + impulseFrames, file: file, line: line)
+        XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)", file: file, line: line)
+        client.stop()
+        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+            .assertExact(entries: try ImpulseEntry.parallel(channels: positions.count, file: impulse), label: nodeUnderTest,
+                         file: file, line: line)
     }
 
     func testNodeAndPortsAppear() throws {
@@ -71,7 +70,7 @@ final class ModuleAudioTests: XCTestCase {
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-synth")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth")
-        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
+        try assertMatches(impulse: path("ir.wav"), client: client)
     }
 
     func testBuiltinHallMatchesReference() throws {
@@ -83,7 +82,7 @@ final class ModuleAudioTests: XCTestCase {
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-hall")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall")
-        try assertMatches(impulse: path("hall.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
+        try assertMatches(impulse: path("hall.wav"), client: client)
     }
 
     /// The graph runs another quantum than the node planned for (the client's default): it
@@ -108,12 +107,11 @@ final class ModuleAudioTests: XCTestCase {
         print("plan \(before["convolver.plan"] ?? "") → \(after["convolver.plan"] ?? "") at quantum \(quantum)")
         XCTAssertEqual("\(after["convolver.plan-quantum"] ?? "")", "\(quantum)")
         XCTAssertEqual("\(after["convolver.swaps"] ?? "")", "1", "one engine swap, the re-plan")
-        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0)
+        try assertMatches(impulse: path("ir.wav"), client: client)
     }
 
     /// 64 → 256 → 1024 → 128 while playing: the output equals the convolution of what the node
-    /// received (recorded beside it) at one constant lag, ≤ −90 dB over the whole signal, so the
-    /// node dropped or repeated no sample.
+    /// received at every frame, so the node dropped or repeated no sample.
     func testQuantumChangesKeepOutputContinuous() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 4), to: path("input.wav"))
@@ -127,17 +125,14 @@ final class ModuleAudioTests: XCTestCase {
                     try daemon.setQuantum(quantum)
                 }
             }
-        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 3, impulseFrames: 4800)
-        XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)")
+        try assertMatches(impulse: path("ir.wav"), client: client)
     }
 
     /// Quanta that are not powers of two (PipeWire rounds quanta down to one unless its
     /// `clock.power-of-two-quantum` is false), changing while playing: 480 (a common hardware
     /// period), then 100 and 333. The node re-plans for 480 in the lead-in's silence and runs the
     /// other sizes on that plan (it re-plans only in silence); the output equals the convolution of
-    /// what it received at one constant lag, ≤ −90 dB over the whole signal. (jconvolver runs only
-    /// at powers of two.)
+    /// what it received at every frame. (jconvolver runs only at powers of two.)
     func testQuantaThatAreNotPowersOfTwoKeepOutputExact() throws {
         daemon.stop()
         daemon = try PrivatePipeWire(name: "odd-quanta", extraProperties: "clock.power-of-two-quantum = false")
@@ -162,8 +157,6 @@ final class ModuleAudioTests: XCTestCase {
         let properties = try XCTUnwrap(try daemon.nodeProperties("conv-odd")).properties
         print("plan \(properties["convolver.plan"] ?? "") for quantum \(properties["convolver.plan-quantum"] ?? "")")
         XCTAssertEqual("\(properties["convolver.plan-quantum"] ?? "")", "480", "re-planned for 480 in the lead-in")
-        try assertMatches(impulse: path("ir.wav"), recording: path("rec.wav"), wet: 1, dry: 0,
-                          allowedGlitches: 3, impulseFrames: 4800)
-        XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)")
+        try assertMatches(impulse: path("ir.wav"), client: client)
     }
 }

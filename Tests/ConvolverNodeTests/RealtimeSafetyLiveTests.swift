@@ -6,7 +6,8 @@ import XCTest
 /// armed; then, while audio plays, Props, the quantum and the IR change; the counts of malloc-family
 /// calls and mutex locks on PipeWire's data thread and on our helper threads must be zero, and the
 /// FTZ/DAZ bits must be set on those threads whenever they read the clock (denormals flushed).
-/// A second test builds the node with its allocating test hook and shows the counter sees it.
+/// A second test runs the node with its allocating fault (`test.fault = allocate-in-process`) and
+/// shows the counter sees it.
 ///
 /// Length: `SWIFT_CONVOLVER_RT_SECONDS` (default 20 s; the full proof is 60 s).
 final class RealtimeSafetyLiveTests: XCTestCase {
@@ -81,14 +82,14 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
     }
 
-    /// The test hook makes `process` allocate an array per call: the counter must see it, on the
+    /// The fault makes `process` allocate an array per call: the counter must see it, on the
     /// data thread, from inside the module. This is what makes the zero above mean something.
     func testCounterCatchesAnAllocatingProcessCallback() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 6), to: path("input.wav"))
         let host = try RealtimeCheckHost(daemon: daemon, name: "conv-alloc",
-                                         arguments: "node.name = conv-alloc audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
-                                         extraEnvironment: ["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS": "1"])
+                                         arguments: "node.name = conv-alloc audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                                             + "test.fault = allocate-in-process")
         defer { host.client.stop() }
         var report: RealtimeCheckReport?
         try PlayThrough(daemon: daemon, nodeName: "conv-alloc")

@@ -11,8 +11,8 @@ import XCTest
 ///   stream goes into it while its output stays on the device; `--target` sends the output
 ///   stream to another sink;
 /// - without a session manager: everything linked by hand; one recorder takes the sink's input
-///   and its output in the same cycles, so the output must be numpy's convolution at lag 0
-///   (Support/compare_recording.py, shared with the filter-mode audio tests);
+///   and its output in the same cycles; the node's record must be numpy's convolution of its
+///   input, and the recording the node's output in the cycle of its input (LiveJudges);
 /// - the real-time contract of the sink's stream callbacks (allocations and mutex locks counted
 ///   on the data thread and the helpers while Props, the quantum and the IR change).
 final class SinkModeTests: XCTestCase {
@@ -55,8 +55,10 @@ final class SinkModeTests: XCTestCase {
             (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
         }
 
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-wp")
         let client = try ModuleClient.start(daemon, name: "wp-sink", arguments: """
-            node.name = conv-wp node.description = "Convolver WP" mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))"
+            node.name = conv-wp node.description = "Convolver WP" mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))" \
+            \(record.argument)
             """)
         background.append(client)
         // The playback stream goes to the default sink on its own (WirePlumber links it).
@@ -96,23 +98,6 @@ final class SinkModeTests: XCTestCase {
         usleep(500_000)
         recorder.interrupt()
 
-        let results = try NumpyReference.compare(recording: path("rec-wp.wav"), inputs: 2, outputs: 2,
-                                                 entries: SinkGraph.stereo(path("ir.wav")), wet: 1, dry: 0, played: nil,
-                                                 input: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        XCTAssertEqual(results.count, 2)
-        for (channel, result) in results.enumerated() {
-            print("WirePlumber route, output \(channel): \(result)")
-            // The recording starts before playback (lag > 0); the graph sets where, not the node.
-            XCTAssertGreaterThan(result.lag, 0, "channel \(channel)")
-            XCTAssertEqual(result.endLag, result.lag, "channel \(channel): samples dropped or repeated on the way")
-            XCTAssertGreaterThanOrEqual(result.correlation, 0.99, "channel \(channel): the convolved signal arrived downstream")
-            XCTAssertEqual(result.energyRatio, 1, accuracy: 0.05, "channel \(channel): energy of the convolved signal")
-            // Sample-exact but for at most one graph hiccup under load from other processes (one
-            // cycle that differs rings one IR long): the file, not a second reader, is the reference.
-            XCTAssertLessThanOrEqual(result.glitches.count, 1, "channel \(channel)")
-            XCTAssertTrue(result.glitches.allSatisfy { $0[1] <= 2048 + 4800 }, "channel \(channel): \(result.glitches)")
-            XCTAssertLessThanOrEqual(result.cleanErrorDB, -80, "channel \(channel)")
-        }
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-wp")).properties
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
 
@@ -157,6 +142,18 @@ final class SinkModeTests: XCTestCase {
         }
         XCTAssertFalse(((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
                        "output.conv-target goes only to its target")
+
+        // Both plays into conv-wp: its output was the convolution of its input throughout, and
+        // what reached the default sink's monitor was that output (the recorder is not beside
+        // the player: only the outputs are judged).
+        XCTAssertTrue(client.isRunning, client.log)
+        client.stop()
+        let graph = try GraphJudge.judge(recording: path("rec-wp.wav"), record: record, inputs: 2, outputs: 2, channels: [2, 3],
+                                         workDirectory: daemon.runtimeDirectory)
+        GraphJudge.assertNodeOutputRecorded(graph, names: ["testsink monitor FL", "testsink monitor FR"], label: "WirePlumber route")
+        let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
+                                           segments: [.init(wet: 1, dry: 0)], played: nil, workDirectory: daemon.runtimeDirectory)
+        RecordJudge.assertExact(result, outputs: 2, label: "WirePlumber route")
     }
 
     /// WirePlumber 0.4.13 from the daemon's runtime dir, with Debian's config minus what needs a
@@ -194,8 +191,10 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.5, leadOut: 0.6), to: path("input.wav"))
         // The standalone client here (the module in the WirePlumber test).
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-hand")
         let sink = try spawn([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-hand",
-                              "--description", "Convolver by hand", "--ir", path("ir.wav")], logName: "conv-hand.log")
+                              "--description", "Convolver by hand", "--ir", path("ir.wav"), "--args", "{ \(record.argument) }"],
+                             logName: "conv-hand.log")
         do {
             try daemon.waitForPorts(ofNode: "conv-hand", count: 4, timeout: 30)
             try daemon.waitForPorts(ofNode: "output.conv-hand", count: 2, timeout: 30)
@@ -221,13 +220,7 @@ final class SinkModeTests: XCTestCase {
             (try? SinkGraph.convolverProps(self.daemon, node: "conv-hand"))?.first { $0.0 == "gain" }?.1 == 0.5
         }
 
-        let results = try expectConvolution(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"),
-                                            entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
-        // The gain/mix glide lands exactly on 0.4/0.2 (float precision, as without Props: about
-        // −130 dB); a glide that stalled a few 1e-6 short of its target measured −101 dB here.
-        for (channel, result) in results.enumerated() {
-            XCTAssertLessThanOrEqual(result.errorDB, -120, "output \(channel): Props applied exactly")
-        }
+        let recording = try playByHand(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"))
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-hand")).properties
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
         print("conv-hand: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
@@ -238,6 +231,13 @@ final class SinkModeTests: XCTestCase {
             do { return try self.daemon.nodeProperties("output.conv-hand") == nil && self.daemon.nodeProperties("conv-hand") == nil }
             catch { return false }
         }, "both streams are gone with the client")
+        let result = try judgeByHand(sink: "conv-hand", record: record, recording: recording, positions: ["FL", "FR"], input: path("input.wav"),
+                                     entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
+        // The gain/mix glide lands exactly on 0.4/0.2 (float precision, as without Props: about
+        // −130 dB); a glide that stalled a few 1e-6 short of its target measured −101 dB here.
+        for (channel, output) in (result.outputs ?? []).enumerated() {
+            XCTAssertLessThanOrEqual(output.errorDB, -120, "output \(channel): Props applied exactly")
+        }
     }
 
     /// The shipped hall sink (pipewire-conf/swift-convolver-hall-sink.conf, as is), linked by hand.
@@ -247,8 +247,10 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(hall.channels, to: path("hall.wav"))
         let hallSeconds = Double(hall.frameCount) / 48000
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.0, leadOut: hallSeconds + 0.3), to: path("input.wav"))
-        let client = try spawn(["pipewire", "-c", BuildProducts.packageRoot + "/pipewire-conf/swift-convolver-hall-sink.conf"],
-                               logName: "hall-sink.log")
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "convolver-hall")
+        try ShippedConfig.text("swift-convolver-hall-sink.conf", record: record, irDirectory: daemon.runtimeDirectory)
+            .write(toFile: path("hall-sink.conf"), atomically: true, encoding: .utf8)
+        let client = try spawn(["pipewire", "-c", path("hall-sink.conf")], logName: "hall-sink.log")
         do {
             try daemon.waitForPorts(ofNode: "convolver-hall", count: 4, timeout: 30)
             try daemon.waitForPorts(ofNode: "output.convolver-hall", count: 2, timeout: 30)
@@ -256,10 +258,11 @@ final class SinkModeTests: XCTestCase {
             throw TestFailure("\(error)\nlog:\n\(client.log)")
         }
         XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
-        try expectConvolution(sink: "convolver-hall", positions: ["FL", "FR"], input: path("input.wav"),
-                              entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
+        let recording = try playByHand(sink: "convolver-hall", positions: ["FL", "FR"], input: path("input.wav"))
         // The module unloads with its host process: both streams destroyed, a clean exit.
         XCTAssertEqual(client.interrupt(), 0, "pipewire -c hall-sink.conf exits cleanly on SIGINT; log:\n\(client.log)")
+        try judgeByHand(sink: "convolver-hall", record: record, recording: recording, positions: ["FL", "FR"], input: path("input.wav"),
+                        entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
     }
 
     /// 8 inputs → 2 outputs (the 7.1 → binaural shape): the sink and its output stream have
@@ -273,7 +276,7 @@ final class SinkModeTests: XCTestCase {
         // by one (~0.1 s each, more under load), so the noise starts only after all of them.
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.5 + 0.3 * 8, seconds: 1.0, leadOut: 0.5, channels: 8),
                               to: path("input.wav"))
-        var entries: [NumpyReference.Entry] = []
+        var entries: [ImpulseEntry] = []
         var impulses: [String] = []
         for input in 0..<8 {
             for output in 0..<2 {
@@ -281,9 +284,10 @@ final class SinkModeTests: XCTestCase {
                 impulses.append("{ input = \(input) output = \(output) filename = \"\(path("matrix.wav"))\" channel = \(2 * input + output) }")
             }
         }
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-surround")
         let client = try ModuleClient.start(daemon, name: "surround", arguments: """
             node.name = conv-surround mode = sink audio.position = [ \(positions.joined(separator: " ")) ] \
-            output.position = [ FL FR ] impulses = [ \(impulses.joined(separator: " ")) ]
+            output.position = [ FL FR ] impulses = [ \(impulses.joined(separator: " ")) ] \(record.argument)
             """)
         background.append(client)
         do {
@@ -293,52 +297,36 @@ final class SinkModeTests: XCTestCase {
             throw TestFailure("\(error)\nlog:\n\(client.log)")
         }
         XCTAssertEqual(try daemon.portNames(ofNode: "output.conv-surround"), ["output_FL", "output_FR"])
-        try expectConvolution(sink: "conv-surround", positions: positions, outputPositions: ["FL", "FR"],
-                              input: path("input.wav"), entries: entries, wet: 1, dry: 0)
-    }
-
-    /// Plays `input` through `sink` linked by hand and compares with numpy (the shared
-    /// Support/compare_recording.py, as every filter-mode audio test): lag 0 (no added latency)
-    /// from start to end and ≤ −90 dB everywhere; places where the graph ran the node once more in
-    /// a cycle (a late player, see the script) are modelled exactly, not tolerated; no glitch allowed.
-    @discardableResult
-    private func expectConvolution(sink: String, positions: [String], outputPositions: [String]? = nil, input: String,
-                                   entries: [NumpyReference.Entry], wet: Double, dry: Double,
-                                   file: StaticString = #filePath, line: UInt = #line) throws -> [NumpyReference.ChannelResult] {
-        let outputs = outputPositions ?? positions
-        let recording = try playByHand(sink: sink, positions: positions, outputPositions: outputs, input: input, tag: sink)
-        let results = try NumpyReference.compare(recording: recording, inputs: positions.count, outputs: outputs.count,
-                                                 entries: entries, wet: wet, dry: dry, played: input,
-                                                 workDirectory: daemon.runtimeDirectory)
-        NumpyReference.assertMatch(results, outputs: outputs.count, label: "\(sink) by hand", file: file, line: line)
-        return results
+        let recording = try playByHand(sink: "conv-surround", positions: positions, outputPositions: ["FL", "FR"],
+                                       input: path("input.wav"))
+        client.stop()
+        try judgeByHand(sink: "conv-surround", record: record, recording: recording, positions: positions, outputPositions: ["FL", "FR"],
+                        input: path("input.wav"), entries: entries, wet: 1, dry: 0)
     }
 
     /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
-    /// pw-play's output (inputs first, then outputs), all linked by hand. Returns the recording.
-    private func playByHand(sink: String, positions: [String], outputPositions: [String], input: String, tag: String) throws -> String {
-        let recorder = "rec-\(tag)", player = "play-\(tag)"
-        let recording = path("\(recorder).wav")
-        let channels = positions.count + outputPositions.count
-        let recorded = channels == 4 ? ["FL", "FR", "RL", "RR"] : (0..<channels).map { "AUX\($0)" }
-        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream(recorder), "--format", "f32", "--rate", "48000",
-                                "--channels", "\(channels)", "--channel-map", recorded.joined(separator: ","), recording],
-                               logName: "\(recorder).log")
-        try daemon.waitForPorts(ofNode: recorder, count: channels)
-        for (position, target) in zip(outputPositions, recorded.suffix(outputPositions.count)) {
-            try daemon.link("output.\(sink):output_\(position)", "\(recorder):input_\(target)")
-        }
-        let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream(player), "--channels", "\(positions.count)",
-                              "--channel-map", positions.joined(separator: ","), input], logName: "\(player).log")
-        try daemon.waitForPorts(ofNode: player, count: positions.count)
-        for (position, target) in zip(positions, recorded) {
-            try daemon.link("\(player):output_\(position)", "\(recorder):input_\(target)")
-            try daemon.link("\(player):output_\(position)", "\(sink):playback_\(position)")
-        }
-        guard play.waitForExit(timeout: 30) else { throw TestFailure("pw-play did not finish; log: \(play.log)") }
-        usleep(300_000)
-        record.interrupt()
+    /// pw-play's output (PlayThrough). Returns the recording.
+    private func playByHand(sink: String, positions: [String], outputPositions: [String]? = nil, input: String) throws -> String {
+        let recording = path("rec-\(sink).wav")
+        let seconds = Double(try AudioFile.info(path: input).frameCount) / 48000
+        try PlayThrough(daemon: daemon, nodeName: sink, positions: positions, outputPositions: outputPositions,
+                        nodeInputPrefix: "playback", outputNodeName: "output.\(sink)")
+            .run(inputPath: input, recordingPath: recording, seconds: seconds, tailSeconds: 0.3, tag: sink)
         return recording
+    }
+
+    /// The node's record (its client stopped) against numpy, and the recording against the record.
+    @discardableResult
+    private func judgeByHand(sink: String, record: NodeRecord, recording: String, positions: [String], outputPositions: [String]? = nil,
+                             input: String, entries: [ImpulseEntry], wet: Double, dry: Double,
+                             file: StaticString = #filePath, line: UInt = #line) throws -> RecordJudge.Result {
+        let outputs = outputPositions ?? positions
+        let result = try RecordJudge.judge(record, inputs: positions.count, outputs: outputs.count, entries: entries,
+                                           segments: [.init(wet: wet, dry: dry)], played: input, workDirectory: daemon.runtimeDirectory)
+        RecordJudge.assertExact(result, outputs: outputs.count, label: "\(sink) by hand", file: file, line: line)
+        try LiveVerdict(record: record, recording: recording, played: input, positions: positions, outputPositions: outputPositions,
+                        workDirectory: daemon.runtimeDirectory).assertGraphPath(label: "\(sink) by hand", file: file, line: line)
+        return result
     }
 
     func testUnknownChannelPositionIsRefusedInSinkMode() throws {
@@ -405,7 +393,7 @@ final class SinkModeTests: XCTestCase {
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
     }
 
-    /// What makes the zeros above mean something in sink mode: with the test hook that allocates
+    /// What makes the zeros above mean something in sink mode: with the fault that allocates
     /// an array in every `RealtimeProcessor.process` call, the counter sees it on the watched data
     /// thread, i.e. the sink's playback callback runs on a thread the check watches.
     func testCounterCatchesAnAllocatingSinkCallback() throws {
@@ -413,8 +401,8 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.2, seconds: 5, leadOut: 0.2), to: path("input.wav"))
         let host = try RealtimeCheckHost(daemon: daemon, name: "conv-allocsink",
-                                         arguments: "node.name = conv-allocsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"",
-                                         extraEnvironment: ["SWIFT_CONVOLVER_TEST_ALLOCATE_IN_PROCESS": "1"])
+                                         arguments: "node.name = conv-allocsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\""
+                                             + " test.fault = allocate-in-process")
         background.append(host.client)
         try daemon.waitForPorts(ofNode: "output.conv-allocsink", count: 2, timeout: 30)
         let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream("rec-alloc"), "--format", "f32", "--rate", "48000",
@@ -531,5 +519,5 @@ private enum SinkGraph {
     }
 
     /// Stereo `file` channel i on input i → output i.
-    static func stereo(_ file: String) -> [NumpyReference.Entry] { [.init(0, 0, file, 0), .init(1, 1, file, 1)] }
+    static func stereo(_ file: String) -> [ImpulseEntry] { [.init(0, 0, file, 0), .init(1, 1, file, 1)] }
 }

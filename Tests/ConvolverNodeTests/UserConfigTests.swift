@@ -5,8 +5,9 @@ import XCTest
 
 /// Sink mode and the ready-made configs of pipewire-conf/: each config is run as shipped (its
 /// /path/to/irs/ placeholder rewritten to generated IRs) by `pipewire -c` in a private daemon,
-/// audio is played through it (linked by hand: no session manager here) and compared with numpy's
-/// N×M convolution of what the node received.
+/// audio is played through it (linked by hand: no session manager here), the node's record is
+/// compared with numpy's N×M convolution of what it received and the recording with the record
+/// (LiveJudges).
 final class UserConfigTests: XCTestCase {
     private var daemon: PrivatePipeWire!
 
@@ -23,14 +24,14 @@ final class UserConfigTests: XCTestCase {
 
     private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
 
-    /// The repository's pipewire-conf/ (this file is Tests/ConvolverNodeTests/UserConfigTests.swift).
-    static let configDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("pipewire-conf").path
+    /// The record of the node under test.
+    private var record: NodeRecord!
 
-    /// Runs pipewire-conf/`name` with its IR directory replaced by the daemon's directory.
+    /// Runs pipewire-conf/`name` with its IR directory replaced by the daemon's directory, and the
+    /// node's record turned on.
     private func startConfig(_ name: String, node: String, portCount: Int) throws -> BackgroundProcess {
-        let text = try String(contentsOfFile: Self.configDirectory + "/" + name, encoding: .utf8)
-            .replacingOccurrences(of: "/path/to/irs/", with: daemon.runtimeDirectory + "/")
+        record = NodeRecord(directory: daemon.runtimeDirectory, name: node)
+        let text = try ShippedConfig.text(name, record: record, irDirectory: daemon.runtimeDirectory)
         try text.write(toFile: path(name), atomically: true, encoding: .utf8)
         let client = try daemon.spawn(["pipewire", "-c", path(name)], logName: "\(name).log")
         do {
@@ -50,9 +51,10 @@ final class UserConfigTests: XCTestCase {
         }
     }
 
-    private func playAndCompare(node: String, outputNode: String? = nil, positions: [String], outputPositions: [String]? = nil,
-                                inputPrefix: String,
-                                entries: [NumpyReference.Entry], wet: Double, dry: Double, irSeconds: Double,
+    /// Plays noise through the node, then stops `client` (the node writes its record) and judges.
+    private func playAndCompare(node: String, client: BackgroundProcess, outputNode: String? = nil, positions: [String],
+                                outputPositions: [String]? = nil, inputPrefix: String,
+                                entries: [ImpulseEntry], wet: Double, dry: Double, irSeconds: Double,
                                 file: StaticString = #filePath, line: UInt = #line) throws {
         let inputs = positions.count
         let irFrames = Int(irSeconds * 48000)
@@ -69,10 +71,11 @@ final class UserConfigTests: XCTestCase {
             print("\(node): " + properties.properties.filter { $0.key.hasPrefix("convolver.") }
                 .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
-        let results = try NumpyReference.compare(recording: path("rec.wav"), inputs: inputs,
-                                                 outputs: (outputPositions ?? positions).count, entries: entries,
-                                                 wet: wet, dry: dry, played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        NumpyReference.assertMatch(results, outputs: (outputPositions ?? positions).count, label: node, file: file, line: line)
+        XCTAssertTrue(client.isRunning, client.log, file: file, line: line)
+        client.stop()
+        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), positions: positions,
+                        outputPositions: outputPositions, workDirectory: daemon.runtimeDirectory)
+            .assertExact(entries: entries, segments: [.init(wet: wet, dry: dry)], label: node, file: file, line: line)
     }
 
     // MARK: - Sink mode
@@ -83,8 +86,9 @@ final class UserConfigTests: XCTestCase {
     func testSinkModeIsAnAudioSinkAndConvolves() throws {
         let ir = [Self.impulse(frames: 2400, tap: 0, seed: 1), Self.impulse(frames: 2400, tap: 5, seed: 2)]
         try TestSignals.write(ir, to: path("ir.wav"))
+        record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-sink")
         let client = try ModuleClient.start(daemon, name: "sink",
-            arguments: "node.name = conv-sink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\"")
+            arguments: "node.name = conv-sink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" \(record.argument)")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-sink", count: 4, timeout: 30)
         try daemon.waitForPorts(ofNode: "output.conv-sink", count: 2, timeout: 30)
@@ -93,7 +97,7 @@ final class UserConfigTests: XCTestCase {
         let node = try XCTUnwrap(try daemon.nodeProperties("conv-sink"))
         XCTAssertEqual(node.properties["media.class"] as? String, "Audio/Sink")
         XCTAssertEqual(node.properties["node.virtual"] as? Bool, true, "pw-dump gives booleans as JSON booleans")
-        try playAndCompare(node: "conv-sink", outputNode: "output.conv-sink", positions: ["FL", "FR"], inputPrefix: "playback",
+        try playAndCompare(node: "conv-sink", client: client, outputNode: "output.conv-sink", positions: ["FL", "FR"], inputPrefix: "playback",
                            entries: [.init(0, 0, path("ir.wav"), 0), .init(1, 1, path("ir.wav"), 1)],
                            wet: 1, dry: 0, irSeconds: 0.05)
     }
@@ -107,7 +111,7 @@ final class UserConfigTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "output.convolver-hall", count: 2, timeout: 30)
         XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
-        try playAndCompare(node: "convolver-hall", outputNode: "output.convolver-hall", positions: ["FL", "FR"], inputPrefix: "playback",
+        try playAndCompare(node: "convolver-hall", client: client, outputNode: "output.convolver-hall", positions: ["FL", "FR"], inputPrefix: "playback",
                            entries: [.init(0, 0, path("hall.wav"), 0), .init(1, 1, path("hall.wav"), 1)],
                            wet: 0.3, dry: 0.7, irSeconds: Double(hall.frameCount) / 48000)
     }
@@ -119,7 +123,7 @@ final class UserConfigTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "output.convolver-room", count: 2, timeout: 30)
         // gain = 0.501 in the config: −6 dB.
-        try playAndCompare(node: "convolver-room", outputNode: "output.convolver-room", positions: ["FL", "FR"], inputPrefix: "playback",
+        try playAndCompare(node: "convolver-room", client: client, outputNode: "output.convolver-room", positions: ["FL", "FR"], inputPrefix: "playback",
                            entries: [.init(0, 0, path("room-correction.wav"), 0), .init(1, 1, path("room-correction.wav"), 1)],
                            wet: 0.501, dry: 0, irSeconds: 0.1)
     }
@@ -130,7 +134,7 @@ final class UserConfigTests: XCTestCase {
         let client = try startConfig("swift-convolver-true-stereo.conf", node: "convolver-true-stereo", portCount: 4)
         defer { client.stop() }
         let file = path("true-stereo-4ch.wav")
-        try playAndCompare(node: "convolver-true-stereo", positions: ["FL", "FR"], inputPrefix: "input",
+        try playAndCompare(node: "convolver-true-stereo", client: client, positions: ["FL", "FR"], inputPrefix: "input",
                            entries: [.init(0, 0, file, 0), .init(0, 1, file, 1), .init(1, 0, file, 2), .init(1, 1, file, 3)],
                            wet: 1, dry: 0, irSeconds: 0.1)
     }
@@ -143,7 +147,7 @@ final class UserConfigTests: XCTestCase {
         let client = try startConfig("swift-convolver-true-stereo-two-files.conf", node: "convolver-true-stereo-2", portCount: 4)
         defer { client.stop() }
         let left = path("left.wav"), right = path("right.wav")
-        try playAndCompare(node: "convolver-true-stereo-2", positions: ["FL", "FR"], inputPrefix: "input",
+        try playAndCompare(node: "convolver-true-stereo-2", client: client, positions: ["FL", "FR"], inputPrefix: "input",
                            entries: [.init(0, 0, left, 0), .init(0, 1, left, 1), .init(1, 0, right, 0), .init(1, 1, right, 1)],
                            wet: 1, dry: 0, irSeconds: 0.1)
     }
@@ -153,7 +157,7 @@ final class UserConfigTests: XCTestCase {
         let client = try startConfig("swift-convolver-cabinet-mono.conf", node: "convolver-cabinet", portCount: 2)
         defer { client.stop() }
         XCTAssertEqual(try daemon.portNames(ofNode: "convolver-cabinet"), ["input_MONO", "output_MONO"])
-        try playAndCompare(node: "convolver-cabinet", positions: ["MONO"], inputPrefix: "input",
+        try playAndCompare(node: "convolver-cabinet", client: client, positions: ["MONO"], inputPrefix: "input",
                            entries: [.init(0, 0, path("cabinet.wav"), 0)], wet: 1, dry: 0, irSeconds: 0.05)
     }
 
@@ -162,7 +166,7 @@ final class UserConfigTests: XCTestCase {
         let client = try startConfig("swift-convolver-cabinet-stereo.conf", node: "convolver-cabinet-stereo", portCount: 4)
         defer { client.stop() }
         let cabinet = path("cabinet.wav")
-        try playAndCompare(node: "convolver-cabinet-stereo", positions: ["FL", "FR"], inputPrefix: "input",
+        try playAndCompare(node: "convolver-cabinet-stereo", client: client, positions: ["FL", "FR"], inputPrefix: "input",
                            entries: [.init(0, 0, cabinet, 0), .init(1, 1, cabinet, 0)], wet: 1, dry: 0, irSeconds: 0.05)
     }
 
@@ -182,12 +186,12 @@ final class UserConfigTests: XCTestCase {
         let leftRight: [String: (Int, Int)] = ["FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
                                                 "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9)]
         let hrir = path("hrir.wav")
-        var entries: [NumpyReference.Entry] = []
+        var entries: [ImpulseEntry] = []
         for (input, position) in positions.enumerated() {
             let (left, right) = try XCTUnwrap(leftRight[position])
             entries += [.init(input, 0, hrir, left), .init(input, 1, hrir, right)]
         }
-        try playAndCompare(node: "convolver-surround", outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
+        try playAndCompare(node: "convolver-surround", client: client, outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
                            inputPrefix: "playback", entries: entries, wet: 1, dry: 0, irSeconds: 0.05)
     }
 }

@@ -28,3 +28,18 @@ enum ModuleClient {
         return try daemon.spawn(["pipewire", "-c", path], logName: "\(name).log", extraEnvironment: extraEnvironment)
     }
 }
+
+/// A shipped config of pipewire-conf/, as a test runs it: its IR directory placeholder replaced,
+/// and the node's record (`test.record-calls`) added to the convolver module's arguments.
+enum ShippedConfig {
+    static func text(_ name: String, record: NodeRecord, irDirectory: String) throws -> String {
+        var text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + name, encoding: .utf8)
+            .replacingOccurrences(of: "/path/to/irs/", with: irDirectory + "/")
+        guard let module = text.range(of: "name = libpipewire-module-swift-convolver"),
+              let arguments = text.range(of: "args = {", range: module.upperBound..<text.endIndex) else {
+            throw TestFailure("\(name): no args of libpipewire-module-swift-convolver")
+        }
+        text.insert(contentsOf: " " + record.argument, at: arguments.upperBound)
+        return text
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import XCTest
+
+/// The live judges (LiveJudges) catch deliberately broken nodes (`test.fault`), so that they cannot
+/// rot into judges that always pass: a node whose longest tail level drops one block and one whose
+/// output comes one sample late fail `RecordJudge`; one whose output ports carry each other's
+/// channel fails `GraphJudge` (its record, in the node's channel order, is right).
+final class JudgeTests: XCTestCase {
+    private var daemon: PrivatePipeWire!
+
+    override func setUpWithError() throws {
+        try BuildProducts.requireModule()
+        daemon = try PrivatePipeWire(name: "judges")
+        try daemon.setQuantum(256)
+    }
+
+    override func tearDown() {
+        daemon?.stop()
+        daemon = nil
+    }
+
+    private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
+
+    /// Plays noise through a node with `fault`, stops it; returns both judges' results.
+    private func playThroughBrokenNode(fault: String, impulseFrames: Int, seconds: Double)
+        throws -> (record: RecordJudge.Result, graph: GraphJudge.Result) {
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: impulseFrames), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: seconds, leadOut: Double(impulseFrames) / 48000 + 0.3), to: path("input.wav"))
+        let node = "conv-\(fault)"
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: node)
+        let client = try ModuleClient.start(daemon, name: node, arguments: "node.name = \(node) audio.position = [ FL FR ] "
+                                                + "filename = \"\(path("ir.wav"))\" test.fault = \(fault) \(record.argument)")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
+        try PlayThrough(daemon: daemon, nodeName: node)
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: seconds + 1.5, tailSeconds: 0.3, tag: fault)
+        client.stop()
+        let entries = try ImpulseEntry.parallel(channels: 2, file: path("ir.wav"))
+        let dsp = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: entries, segments: [.init(wet: 1, dry: 0)],
+                                        played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        let graph = try GraphJudge.judge(recording: path("rec.wav"), record: record, inputs: 2, outputs: 2,
+                                         workDirectory: daemon.runtimeDirectory)
+        return (dsp, graph)
+    }
+
+    private func wrongFrames(_ result: RecordJudge.Result) -> [Int] { (result.outputs ?? []).map(\.wrongFrames) }
+
+    /// A 1 s IR at quantum 256 has tail levels; the longest leaves out the block holding 3 s.
+    func testDroppedTailBlockFailsTheRecordJudge() throws {
+        let (dsp, _) = try playThroughBrokenNode(fault: "drop-tail-block", impulseFrames: 48000, seconds: 6)
+        print("drop-tail-block: wrong frames \(wrongFrames(dsp)), first at \((dsp.outputs ?? []).map { $0.firstWrong ?? -1 })")
+        XCTAssertTrue(wrongFrames(dsp).allSatisfy { $0 > 0 }, "the record judge must see the dropped block on every output")
+    }
+
+    func testOneSampleLateFailsTheRecordJudge() throws {
+        let (dsp, _) = try playThroughBrokenNode(fault: "delay-one-sample", impulseFrames: 4800, seconds: 2)
+        print("delay-one-sample: wrong frames \(wrongFrames(dsp))")
+        XCTAssertTrue(wrongFrames(dsp).allSatisfy { $0 > 1000 }, "the record judge must see the added latency")
+    }
+
+    func testSwappedOutputPortsFailTheGraphJudge() throws {
+        let (dsp, graph) = try playThroughBrokenNode(fault: "swap-outputs", impulseFrames: 4800, seconds: 2)
+        let outputs = Array((graph.channels ?? []).suffix(2))
+        print("swap-outputs: record wrong frames \(wrongFrames(dsp)); recorded outputs unmatched "
+              + "\(outputs.map(\.unmatchedFrames)), matching record channels \(outputs.map { $0.matchesChannel ?? -1 })")
+        XCTAssertEqual(wrongFrames(dsp), [0, 0], "the record is in the node's channel order: right")
+        XCTAssertEqual(outputs.count, 2)
+        XCTAssertTrue(outputs.allSatisfy { $0.unmatchedFrames > 1000 }, "the graph judge must see the swap")
+        XCTAssertEqual(outputs.map(\.matchesChannel), [3, 2], "output_FL carries the node's FR output and the other way round")
+    }
+}

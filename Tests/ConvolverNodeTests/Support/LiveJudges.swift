@@ -1,0 +1,240 @@
+import Convolution
+import Foundation
+import XCTest
+
+/// The live tests' two judges (README, "Building"):
+/// - `RecordJudge`, of the DSP, the workgroup and the hand-overs: the node's own record of every
+///   call (module key `test.record-calls`) held to numpy's convolution of its own input, at float
+///   precision, whatever the graph did around it;
+/// - `GraphJudge`, of the path through PipeWire: what pw-record got is the node's output on the
+///   right ports, in the cycle of the input recorded beside it (zero added latency), lost cycles
+///   of the recorder counted and allowed.
+/// Both run numpy/scipy (Support/judge_record.py, judge_graph.py), an implementation independent
+/// of the engine. `JudgeTests` shows each catches a deliberately broken node (`test.fault`).
+struct NodeRecord {
+    let path: String
+
+    init(directory: String, name: String) {
+        path = directory + "/\(name)-calls.f32"
+    }
+
+    /// The module arguments that make the node keep its record (written when it is destroyed).
+    var argument: String { "test.record-calls = \"\(path)\"" }
+
+    /// The record, one array per channel (inputs, then outputs; NaN where a call had no output buffer).
+    func frames(channels: Int) throws -> [[Float]] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let samples = data.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let frameCount = samples.count / channels
+        return (0..<channels).map { channel in (0..<frameCount).map { samples[$0 * channels + channel] } }
+    }
+}
+
+/// One IR file channel from one node input to one node output.
+struct ImpulseEntry: Encodable {
+    var input: Int
+    var output: Int
+    /// A WAV file, or "none" for a unit impulse.
+    var file: String
+    var channel: Int
+    init(_ input: Int, _ output: Int, _ file: String, _ channel: Int) {
+        self.input = input
+        self.output = output
+        self.file = file
+        self.channel = channel
+    }
+
+    /// Channel c through `file`'s channel c (or its only channel; nil: a unit impulse).
+    static func parallel(channels: Int, file: String?) throws -> [ImpulseEntry] {
+        let fileChannels = try file.map { try AudioFile.read(path: $0).channels.count } ?? 1
+        return (0..<channels).map { ImpulseEntry($0, $0, file ?? "none", fileChannels > 1 ? $0 : 0) }
+    }
+}
+
+enum RecordJudge {
+    /// What one stretch of played sound should come out as: wet · convolution + dry · input
+    /// (wet nil: not judged).
+    struct Segment: Encodable {
+        var wet: Double?
+        var dry: Double
+    }
+
+    struct Output: Decodable {
+        var worst: Double
+        var errorDB: Double
+        var wrongFrames: Int
+        var firstWrong: Int?
+    }
+
+    struct Result: Decodable {
+        var frames: Int
+        var withoutOutputs: Int
+        var receivedFrames: Int
+        var playedFrames: Int?
+        var segmentStarts: [Int]
+        var judgedFrames: Int?
+        var outputs: [Output]?
+        var error: String?
+    }
+
+    private struct Spec: Encodable {
+        var calls: String
+        var inputs: Int
+        var outputs: Int
+        var entries: [ImpulseEntry]
+        var segments: [Segment]
+        var played: String?
+    }
+
+    static func judge(_ record: NodeRecord, inputs: Int, outputs: Int, entries: [ImpulseEntry], segments: [Segment],
+                      played: String?, workDirectory: String) throws -> Result {
+        guard FileManager.default.fileExists(atPath: record.path) else {
+            throw TestFailure("the node wrote no record at \(record.path) (was it destroyed?)")
+        }
+        return try JudgeScript.run("judge_record.py",
+                                   Spec(calls: record.path, inputs: inputs, outputs: outputs, entries: entries,
+                                        segments: segments, played: played),
+                                   workDirectory: workDirectory)
+    }
+
+    /// Every heard frame of every judged segment within 1e-4 of numpy's and ≤ −90 dB over all,
+    /// and the node got (nearly) all of what was played.
+    static func assertExact(_ result: Result, outputs: Int, label: String,
+                            file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertNil(result.error, label, file: file, line: line)
+        let outputResults = result.outputs ?? []
+        print("\(label) record: \(result.frames) frames (\(result.withoutOutputs) without output buffers), "
+              + "\(result.receivedFrames) of \(result.playedFrames.map(String.init) ?? "?") played frames received, "
+              + "segments at \(result.segmentStarts); "
+              + outputResults.enumerated().map { "output \($0.offset): worst \($0.element.worst), "
+                  + "\(String(format: "%.1f", $0.element.errorDB)) dB, \($0.element.wrongFrames) wrong from \($0.element.firstWrong.map(String.init) ?? "-")" }
+                  .joined(separator: "; "))
+        XCTAssertEqual(outputResults.count, outputs, "\(label): outputs judged", file: file, line: line)
+        XCTAssertGreaterThan(result.judgedFrames ?? 0, 0, "\(label): nothing judged", file: file, line: line)
+        if let played = result.playedFrames {
+            XCTAssertGreaterThanOrEqual(Double(result.receivedFrames), 0.9 * Double(played),
+                                        "\(label): the node must have received what was played", file: file, line: line)
+        }
+        for (index, output) in outputResults.enumerated() {
+            XCTAssertEqual(output.wrongFrames, 0, "\(label) output \(index): not the convolution of the node's own input "
+                           + "(first wrong frame \(output.firstWrong ?? -1), worst \(output.worst))", file: file, line: line)
+            XCTAssertLessThanOrEqual(output.errorDB, -90, "\(label) output \(index)", file: file, line: line)
+        }
+    }
+}
+
+enum GraphJudge {
+    struct Channel: Decodable {
+        var loudFrames: Int
+        var matchedFrames: Int
+        var unmatchedFrames: Int
+        var firstUnmatched: Int?
+        var jumps: [[Int]]
+        var jumpCount: Int
+        var matchesChannel: Int?
+    }
+
+    struct Result: Decodable {
+        var channels: [Channel]?
+        var alignedFrames: Int?
+        var misalignedFrames: Int?
+        var offsets: [String: Int]?
+        var error: String?
+    }
+
+    private struct Spec: Encodable {
+        var recording: String
+        var calls: String
+        var inputs: Int
+        var outputs: Int
+        var channels: [Int]?
+    }
+
+    /// `recording`: PlayThrough's, the node's inputs then its outputs; or, with `channels`, the
+    /// record channel (inputs, then outputs) of each of its channels.
+    static func judge(recording: String, record: NodeRecord, inputs: Int, outputs: Int, channels: [Int]? = nil,
+                      workDirectory: String) throws -> Result {
+        try JudgeScript.run("judge_graph.py", Spec(recording: recording, calls: record.path, inputs: inputs, outputs: outputs,
+                                                   channels: channels),
+                            workDirectory: workDirectory)
+    }
+
+    /// Every loud recorded frame is the record's, on the channel of its port (at most
+    /// `allowedUnmatched` frames not: a test that stalls the whole machine); at least 90% of the
+    /// recording located (the rest: cycles the recorder lost); where inputs were recorded too,
+    /// ≥ 98% of the output frames in the cycle of their input. `names`: the recorded channels.
+    static func assertNodeOutputRecorded(_ result: Result, names: [String], label: String,
+                                         allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertNil(result.error, label, file: file, line: line)
+        let channels = result.channels ?? []
+        XCTAssertEqual(channels.count, names.count, "\(label): recorded channels", file: file, line: line)
+        let aligned = result.alignedFrames ?? 0, misaligned = result.misalignedFrames ?? 0
+        print("\(label) graph: " + zip(names, channels).map { name, channel in
+            "\(name) \(channel.matchedFrames)/\(channel.loudFrames) located, \(channel.unmatchedFrames) not, "
+                + "\(channel.jumpCount) jumps \(channel.jumps.prefix(4))"
+        }.joined(separator: "; ") + "; output-input offsets \(result.offsets ?? [:])")
+        for (name, channel) in zip(names, channels) {
+            let source = channel.matchesChannel.map { " (it is the node's record channel \($0))" } ?? ""
+            XCTAssertLessThanOrEqual(channel.unmatchedFrames, allowedUnmatched,
+                                     "\(label) \(name): recorded samples that are not the node's\(source), first at \(channel.firstUnmatched ?? -1)",
+                                     file: file, line: line)
+            XCTAssertGreaterThan(channel.loudFrames, 0, "\(label) \(name): nothing recorded", file: file, line: line)
+            XCTAssertGreaterThanOrEqual(Double(channel.matchedFrames), 0.9 * Double(channel.loudFrames),
+                                        "\(label) \(name): located", file: file, line: line)
+        }
+        guard names.contains(where: { $0.hasPrefix("input") }) else { return }
+        XCTAssertGreaterThan(aligned, 0, "\(label): no output frame beside its input", file: file, line: line)
+        XCTAssertLessThanOrEqual(Double(misaligned), 0.02 * Double(aligned + misaligned),
+                                 "\(label): output not in the cycle of its input (offsets \(result.offsets ?? [:]))", file: file, line: line)
+    }
+}
+
+/// Runs one of the judges' Python scripts on a JSON spec and decodes its JSON answer.
+enum JudgeScript {
+    static func run<Spec: Encodable, Answer: Decodable>(_ script: String, _ spec: Spec, workDirectory: String) throws -> Answer {
+        let specPath = workDirectory + "/\(script)-\(UUID().uuidString).json"
+        try JSONEncoder().encode(spec).write(to: URL(fileURLWithPath: specPath))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = [BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/" + script, specPath]
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0, let answer = try? JSONDecoder().decode(Answer.self, from: data) else {
+            throw TestFailure("\(script) failed: \(String(decoding: data, as: UTF8.self)) \(errorText.suffix(2000))")
+        }
+        return answer
+    }
+}
+
+/// A live test's usual verdict: a node (started with `record.argument`, now destroyed so its
+/// record is written) played `played` through PlayThrough into `recording`.
+struct LiveVerdict {
+    var record: NodeRecord
+    var recording: String
+    var played: String
+    var positions = ["FL", "FR"]
+    var outputPositions: [String]? = nil
+    var workDirectory: String
+
+    func assertExact(entries: [ImpulseEntry], segments: [RecordJudge.Segment] = [.init(wet: 1, dry: 0)], label: String,
+                     allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line) throws {
+        let outputs = outputPositions ?? positions
+        let dsp = try RecordJudge.judge(record, inputs: positions.count, outputs: outputs.count, entries: entries,
+                                        segments: segments, played: played, workDirectory: workDirectory)
+        RecordJudge.assertExact(dsp, outputs: outputs.count, label: label, file: file, line: line)
+        try assertGraphPath(label: label, allowedUnmatched: allowedUnmatched, file: file, line: line)
+    }
+
+    func assertGraphPath(label: String, allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line) throws {
+        let outputs = outputPositions ?? positions
+        let graph = try GraphJudge.judge(recording: recording, record: record, inputs: positions.count, outputs: outputs.count,
+                                         workDirectory: workDirectory)
+        GraphJudge.assertNodeOutputRecorded(graph, names: positions.map { "input \($0)" } + outputs.map { "output \($0)" },
+                                            label: label, allowedUnmatched: allowedUnmatched, file: file, line: line)
+    }
+}

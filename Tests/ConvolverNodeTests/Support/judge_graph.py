@@ -1,0 +1,155 @@
+"""The graph-path judge: what the recorder got is the node's own output, in the cycle of its input.
+
+Usage: judge_graph.py SPEC.json   (SPEC: see `GraphJudge.Spec` in LiveJudges.swift)
+
+The recording (one pw-record stream) holds what the player sent, channel by channel as the node's
+inputs, then the node's output ports, in the node's channel order (or, with `channels`, the
+record channel of each recorded channel: e.g. only the outputs, recorded downstream). The node's record
+(`test.record-calls`) holds what its data thread got and put out. Each recorded channel is
+located in the record's channel of the same index, run by run: a run is a stretch of recorded
+frames that equals the record (to the bit) at one offset; a whole cycle the recorder lost, or got
+twice, starts a new run at another offset (a jump, counted). Silent frames (|x| < SILENT) carry
+no information and are skipped. A loud recorded frame found nowhere in its channel is unmatched:
+not the node's output on that port (a wrong channel, a wrong or half-written buffer).
+
+Zero added latency through the graph: at every recorded frame where both are located, an output
+channel's record frame equals the inputs' (the recorder got the node's output of the very cycle
+whose input it got beside it). Frames where they differ are misaligned.
+
+Prints one JSON object: channels (per recorded channel: loudFrames, matchedFrames,
+unmatchedFrames, firstUnmatched, jumps [[frame, by], ...] (at most 20), matchesChannel: for a
+channel mostly unmatched, the record channel it does match, or null), alignedFrames, misaligned
+(frames), offsets (the output-minus-input offsets seen, with their frame counts).
+"""
+import json
+import sys
+import warnings
+
+warnings.simplefilter("ignore")
+import numpy as np
+from scipy.io import wavfile
+
+SILENT = 1e-7
+WINDOW = 8          # loud frames that must agree to start a run
+CANDIDATES = 512    # places tried per new run, nearest the preferred offset first
+UNMATCHED_LIMIT = 2000
+
+
+class Locator:
+    """Finds recorded samples in one record channel."""
+
+    def __init__(self, reference):
+        self.reference = reference
+        valid = np.flatnonzero(~np.isnan(reference))
+        order = np.argsort(reference[valid], kind="stable")
+        self.positions = valid[order]
+        self.values = reference[self.positions]
+
+    def offsets(self, recorded, loud_frames, preferred):
+        """Offsets d at which the WINDOW loud frames starting at loud_frames[0] all equal the record."""
+        first = loud_frames[0]
+        low = np.searchsorted(self.values, recorded[first], "left")
+        high = np.searchsorted(self.values, recorded[first], "right")
+        candidates = self.positions[low:high] - first
+        if len(candidates) == 0:
+            return []
+        if preferred is not None:
+            candidates = candidates[np.argsort(np.abs(candidates - preferred), kind="stable")]
+        window = loud_frames[:WINDOW]
+        found = []
+        for offset in candidates[:CANDIDATES]:
+            places = window + offset
+            if places[-1] < len(self.reference) and places[0] >= 0 and np.array_equal(
+                    recorded[window], self.reference[places]):
+                found.append(int(offset))
+                break
+        return found
+
+
+def locate(recorded, reference, preferred_offsets=None):
+    """Record frame of every recorded frame (-1: silent or unmatched), unmatched frames, jumps."""
+    locator = Locator(reference)
+    located = np.full(len(recorded), -1, dtype=np.int64)
+    loud_frames = np.flatnonzero(np.abs(recorded) >= SILENT)
+    unmatched, jumps = [], []
+    offset = None
+    index = 0
+    while index < len(loud_frames):
+        if offset is not None:
+            # Extend the run at `offset` as far as the record agrees.
+            frames = loud_frames[index:index + 65536]
+            places = frames + offset
+            inside = (places >= 0) & (places < len(reference))
+            agree = np.zeros(len(frames), dtype=bool)
+            agree[inside] = recorded[frames[inside]] == reference[places[inside]]
+            disagree = np.flatnonzero(~agree)
+            length = disagree[0] if len(disagree) else len(frames)
+            located[frames[:length]] = frames[:length] + offset
+            index += length
+            if length == len(frames) or index >= len(loud_frames):
+                continue
+        frame = loud_frames[index]
+        preferred = offset
+        if preferred_offsets is not None and preferred_offsets[frame] >= 0:
+            preferred = int(preferred_offsets[frame] - frame)
+        found = locator.offsets(recorded, loud_frames[index:], preferred)
+        if found:
+            if offset is not None:
+                jumps.append([int(frame), found[0] - offset])
+            offset = found[0]
+            continue
+        unmatched.append(int(frame))
+        index += 1
+        if len(unmatched) >= UNMATCHED_LIMIT:
+            break
+    return located, loud_frames, unmatched, jumps
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    inputs, outputs = spec["inputs"], spec["outputs"]
+    record = np.fromfile(spec["calls"], dtype=np.float32).reshape(-1, inputs + outputs)
+    recording = wavfile.read(spec["recording"])[1].astype(np.float32)
+    if recording.ndim == 1:
+        recording = recording[:, None]
+    mapping = spec.get("channels") or list(range(inputs + outputs))
+    if recording.shape[1] != len(mapping):
+        print(json.dumps({"error": f"the recording has {recording.shape[1]} channels, expected {len(mapping)}"}))
+        return
+    channels = []
+    input_places = np.full(len(recording), -1, dtype=np.int64)
+    for channel, source in enumerate(mapping):
+        located, loud, unmatched, jumps = locate(recording[:, channel], record[:, source],
+                                                 input_places if source >= inputs else None)
+        if source < inputs:
+            input_places = np.where(input_places >= 0, input_places, located)
+        entry = {"loudFrames": int(len(loud)), "matchedFrames": int(np.count_nonzero(located >= 0)),
+                 "unmatchedFrames": len(unmatched), "firstUnmatched": unmatched[0] if unmatched else None,
+                 "jumps": jumps[:20], "jumpCount": len(jumps), "matchesChannel": None}
+        if len(unmatched) * 2 > max(1, len(loud)) or len(unmatched) >= UNMATCHED_LIMIT:
+            # Where does this channel's sound come from, then? (a swap, a wrong port)
+            for other in range(inputs + outputs):
+                if other != source and Locator(record[:, other]).offsets(recording[:, channel], loud[len(loud) // 2:], None):
+                    entry["matchesChannel"] = other
+                    break
+        entry["located"] = located
+        entry["source"] = source
+        channels.append(entry)
+    offsets = {}
+    misaligned = aligned = 0
+    for entry in channels:
+        if entry["source"] < inputs:
+            continue
+        both = (entry["located"] >= 0) & (input_places >= 0)
+        difference = entry["located"][both] - input_places[both]
+        aligned += int(np.count_nonzero(difference == 0))
+        misaligned += int(np.count_nonzero(difference != 0))
+        values, counts = np.unique(difference, return_counts=True)
+        for value, count in zip(values, counts):
+            offsets[str(int(value))] = offsets.get(str(int(value)), 0) + int(count)
+    for entry in channels:
+        del entry["located"], entry["source"]
+    print(json.dumps({"channels": channels, "alignedFrames": aligned, "misalignedFrames": misaligned, "offsets": offsets}))
+
+
+main()
