@@ -28,11 +28,8 @@ trap end_leftover_processes EXIT
 # Release: the DSP is tested as it ships (debug Swift is many times slower, and the real-time
 # contract is a property of the optimised code). -enable-testing for the @testable imports.
 swift build -c release -Xswiftc -enable-testing --build-tests
-# XCTest only (there are no swift-testing tests), and a plain closing line counting test cases.
-# A failed live-graph test (ConvolverNodeTests: a private PipeWire, pw-play, pw-record) is run up
-# to twice more on its own: on this kind of small VM the graph now and then hands a node other
-# input than the recorder saw for a cycle (seen with the plainest node, no helper threads). A
-# defect of the node fails every run; the tests that passed only when run again are listed.
+# XCTest only (there are no swift-testing tests), each test run once, and a plain closing line
+# counting test cases. A failure fails `make test`.
 test_flags=(-c release -Xswiftc -enable-testing --skip-build --disable-swift-testing)
 log=$(mktemp)
 set +e
@@ -40,7 +37,7 @@ swift test "${test_flags[@]}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 summary=$(grep -E 'Executed [0-9]+ tests?, with ' "$log" | tail -n 1 || true)
-failed_cases=$(grep -oE "Test Case '[A-Za-z0-9_]+\.[A-Za-z0-9_]+' failed" "$log" | cut -d"'" -f2 | sort -u || true)
+failed=$(grep -oE "Test Case '[A-Za-z0-9_]+\.[A-Za-z0-9_]+' failed" "$log" | sort -u | grep -c . || true)
 rm -f "$log"
 if [[ ! $summary =~ Executed\ ([0-9]+)\ tests? ]]; then
     echo "run-tests: no XCTest summary found" >&2
@@ -49,24 +46,7 @@ fi
 executed=${BASH_REMATCH[1]}
 skipped=0
 if [[ $summary =~ with\ ([0-9]+)\ tests?\ skipped ]]; then skipped=${BASH_REMATCH[1]}; fi
-failed=$(grep -c . <<<"$failed_cases" || true)
-if [ "$status" -ne 0 ] && [ "$failed" -gt 0 ] && [ "$failed" -le 12 ]; then
-    live_suites=$(grep -hoE '^final class [A-Za-z0-9_]+' Tests/ConvolverNodeTests/*.swift | cut -d' ' -f3)
-    failed=0 retried=()
-    for case_name in $failed_cases; do
-        suite=${case_name%%.*} method=${case_name#*.}
-        passed=no
-        if grep -qx "$suite" <<<"$live_suites"; then
-            for attempt in 2 3; do
-                echo "run-tests: running $case_name again (run $attempt)"
-                if swift test "${test_flags[@]}" --filter "$suite/$method\$"; then passed=yes; break; fi
-            done
-        fi
-        if [ $passed = yes ]; then retried+=("$case_name"); else failed=$((failed + 1)); fi
-    done
-    [ ${#retried[@]} -eq 0 ] || echo "run-tests: passed when run again (graph hiccups in the first run): ${retried[*]}"
-    status=$([ "$failed" -eq 0 ] && echo 0 || echo 1)
-elif [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1  # the runner failed without naming a test case (a crash)
 fi
 echo "tests: $((executed - failed - skipped)) passed, $failed failed, $skipped skipped"
