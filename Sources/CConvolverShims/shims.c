@@ -67,3 +67,12 @@ void cpw_log(enum spa_log_level level, const char *message)
 {
 	pw_log(level, "%s", message);
 }
+
+uint32_t cpw_stream_flag_async(void)
+{
+#if PW_CHECK_VERSION(0, 3, 73)
+	return PW_STREAM_FLAG_ASYNC;
+#else
+	return 0;
+#endif
+}

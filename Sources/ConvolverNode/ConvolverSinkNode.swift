@@ -118,9 +118,12 @@ final class SinkStreams {
             (playback, SPA_DIRECTION_OUTPUT, configuration.outputChannelPositions,
              pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
                              | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), "output." + nodeName),
+            // ASYNC (PipeWire ≥ 0.3.73): the playback side's process dequeues the capture buffers; without
+            // it PipeWire 1.x recycles them after the capture callback (traced: half the input lost,
+            // the output silent downstream), as filter-chain's sink sets it.
             (capture, SPA_DIRECTION_INPUT, configuration.positions,
              pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
-                             | PW_STREAM_FLAG_RT_PROCESS.rawValue), nodeName),
+                             | PW_STREAM_FLAG_RT_PROCESS.rawValue | cpw_stream_flag_async()), nodeName),
         ]
         for (stream, direction, positions, flags, name) in streams {
             let format = try Self.buildFormat(positions: positions, sampleRate: sampleRate, into: podBuffer)
