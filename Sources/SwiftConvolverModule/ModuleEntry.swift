@@ -2,7 +2,7 @@
 //
 // Load it from a config's `context.modules` (see pipewire-conf/swift-convolver.conf) with
 // PIPEWIRE_MODULE_DIR=<dir of this .so>:/usr/lib/x86_64-linux-gnu/pipewire-0.3, or from the shell:
-//   pw-cli load-module libpipewire-module-swift-convolver '{ filename = builtin:hall }'
+//   pw-cli load-module libpipewire-module-swift-convolver '{ filename = "builtin:hall" }'
 import ConvolverNode
 
 /// PipeWire's module entry point (the loader looks up this exact C symbol).

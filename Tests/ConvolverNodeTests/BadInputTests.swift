@@ -76,32 +76,32 @@ final class BadInputTests: XCTestCase {
             Row(name: "all-zero IR", input: .file(name: "zero.wav") { try self.writeWAV([[Float](repeating: 0, count: 256)], $0) },
                 expect: .accepted(warnings: [], why: "silence is a valid filter (filter-chain accepts it too): the node outputs the dry part only"),
                 live: .props),
-            Row(name: "0 channels", input: .arguments("filename = builtin:dirac audio.channels = 0"),
+            Row(name: "0 channels", input: .arguments("filename = \"builtin:dirac\" audio.channels = 0"),
                 expect: .error(["audio.channels", "0"]), live: .moduleLoad),
-            Row(name: "65 channels", input: .arguments("filename = builtin:dirac audio.channels = 65"),
+            Row(name: "65 channels", input: .arguments("filename = \"builtin:dirac\" audio.channels = 65"),
                 expect: .error(["audio.channels", "65"]), live: .none),
             Row(name: "channel index out of range",
-                input: .arguments("impulses = [ { input = 0 output = 0 filename = builtin:hall channel = 7 } ]"),
+                input: .arguments("impulses = [ { input = 0 output = 0 filename = \"builtin:hall\" channel = 7 } ]"),
                 expect: .error(["impulses[0]", "no channel 7"]), live: .moduleLoad),
-            Row(name: "IR over the size limit", input: .arguments("filename = builtin:dirac delay = 16777216"),
+            Row(name: "IR over the size limit", input: .arguments("filename = \"builtin:dirac\" delay = 16777216"),
                 expect: .error(["filename", "too long", "limit is 60", "MiB"]), live: .moduleLoad),
-            Row(name: "negative gain", input: .arguments("filename = builtin:dirac gain = -1"), expect: .error(["gain", "-1"]), live: .moduleLoad),
-            Row(name: "absurd gain", input: .arguments("filename = builtin:dirac gain = 1e9"), expect: .error(["gain", "1000000000"]), live: .none),
-            Row(name: "negative mix", input: .arguments("filename = builtin:dirac mix = -0.5"), expect: .error(["mix", "-0.5"]), live: .none),
-            Row(name: "absurd mix", input: .arguments("filename = builtin:dirac mix = 7"), expect: .error(["mix", "7"]), live: .none),
-            Row(name: "negative delay", input: .arguments("filename = builtin:dirac delay = -3"), expect: .error(["delay", "-3"]), live: .none),
-            Row(name: "absurd delay", input: .arguments("filename = builtin:dirac delay = 1e12"), expect: .error(["delay"]), live: .none),
-            Row(name: "negative offset", input: .arguments("filename = builtin:dirac offset = -1"), expect: .error(["offset", "-1"]), live: .none),
-            Row(name: "non-numeric offset", input: .arguments("filename = builtin:dirac offset = lots"), expect: .error(["offset", "lots"]), live: .none),
-            Row(name: "negative length", input: .arguments("filename = builtin:dirac length = -10"), expect: .error(["length", "-10"]), live: .none),
-            Row(name: "absurd length", input: .arguments("filename = builtin:dirac length = 1e15"), expect: .error(["length"]), live: .none),
-            Row(name: "negative crossfade", input: .arguments("filename = builtin:dirac crossfade = -1"), expect: .error(["crossfade", "-1"]), live: .none),
-            Row(name: "crossfade with a unit", input: .arguments("filename = builtin:dirac crossfade = \"20ms\" crossfade.shape = linear"),
+            Row(name: "negative gain", input: .arguments("filename = \"builtin:dirac\" gain = -1"), expect: .error(["gain", "-1"]), live: .moduleLoad),
+            Row(name: "absurd gain", input: .arguments("filename = \"builtin:dirac\" gain = 1e9"), expect: .error(["gain", "1000000000"]), live: .none),
+            Row(name: "negative mix", input: .arguments("filename = \"builtin:dirac\" mix = -0.5"), expect: .error(["mix", "-0.5"]), live: .none),
+            Row(name: "absurd mix", input: .arguments("filename = \"builtin:dirac\" mix = 7"), expect: .error(["mix", "7"]), live: .none),
+            Row(name: "negative delay", input: .arguments("filename = \"builtin:dirac\" delay = -3"), expect: .error(["delay", "-3"]), live: .none),
+            Row(name: "absurd delay", input: .arguments("filename = \"builtin:dirac\" delay = 1e12"), expect: .error(["delay"]), live: .none),
+            Row(name: "negative offset", input: .arguments("filename = \"builtin:dirac\" offset = -1"), expect: .error(["offset", "-1"]), live: .none),
+            Row(name: "non-numeric offset", input: .arguments("filename = \"builtin:dirac\" offset = lots"), expect: .error(["offset", "lots"]), live: .none),
+            Row(name: "negative length", input: .arguments("filename = \"builtin:dirac\" length = -10"), expect: .error(["length", "-10"]), live: .none),
+            Row(name: "absurd length", input: .arguments("filename = \"builtin:dirac\" length = 1e15"), expect: .error(["length"]), live: .none),
+            Row(name: "negative crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = -1"), expect: .error(["crossfade", "-1"]), live: .none),
+            Row(name: "crossfade with a unit", input: .arguments("filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear"),
                 expect: .accepted(warnings: [], why: "a valid crossfade"), live: .none),
-            Row(name: "absurd crossfade", input: .arguments("filename = builtin:dirac crossfade = 3600"), expect: .error(["crossfade", "3600"]), live: .none),
-            Row(name: "unknown crossfade shape", input: .arguments("filename = builtin:dirac crossfade.shape = cubic"),
+            Row(name: "absurd crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = 3600"), expect: .error(["crossfade", "3600"]), live: .none),
+            Row(name: "unknown crossfade shape", input: .arguments("filename = \"builtin:dirac\" crossfade.shape = cubic"),
                 expect: .error(["crossfade.shape", "cubic"]), live: .none),
-            Row(name: "unknown key", input: .arguments("filename = builtin:dirac frobnicate = 1"),
+            Row(name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
             Row(name: "malformed SPA-JSON", input: .arguments("filename = \"unterminated"), expect: .error(["args"]), live: .moduleLoad),
             Row(name: "malformed SPA-JSON (brackets)", input: .arguments("impulses = [ { input = 0 ] }"), expect: .error([]), live: .none),
@@ -186,9 +186,9 @@ final class BadInputTests: XCTestCase {
         directory = daemon.runtimeDirectory
 
         // A healthy node and the node under test, both driven by one recorder.
-        let healthy = try ModuleClient.start(daemon, name: "conv-healthy", arguments: "node.name = conv-healthy filename = builtin:hall")
+        let healthy = try ModuleClient.start(daemon, name: "conv-healthy", arguments: "node.name = conv-healthy filename = \"builtin:hall\"")
         defer { healthy.stop() }
-        let target = try ModuleClient.start(daemon, name: "conv-target", arguments: "node.name = conv-target filename = builtin:dirac")
+        let target = try ModuleClient.start(daemon, name: "conv-target", arguments: "node.name = conv-target filename = \"builtin:dirac\"")
         defer { target.stop() }
         try daemon.waitForPorts(ofNode: "conv-healthy", count: 4, timeout: 30)
         try daemon.waitForPorts(ofNode: "conv-target", count: 4, timeout: 30)
@@ -338,7 +338,7 @@ final class BadInputTests: XCTestCase {
         let keys = ["filename", "gain", "mix", "bypass", "delay", "offset", "length", "resample.quality", "audio.channels",
                     "audio.position", "impulses", "workgroup", "partition", "crossfade", "crossfade.shape", "node.name", "target.object"]
         let values = ["-1", "0", "1e309", "nan", "inf", "-inf", "1e9", "0.5", "\"50ms\"", "\"-3ms\"", "\"\"", "[ ]", "{ }", "[ FL FR FL ]",
-                      "[ { input = 0 output = 9 filename = builtin:dirac } ]", "{ threads = 999 rt.prio = -1 }", "{ max = 1000 }",
+                      "[ { input = 0 output = 9 filename = \"builtin:dirac\" } ]", "{ threads = 999 rt.prio = -1 }", "{ max = 1000 }",
                       "builtin:nothing", "\"\\u0000\"", "[ [ [ [ ] ] ] ]", "true", "equal-power", "18446744073709551616"]
         let end = Date().addingTimeInterval(seconds)
         var rounds = 0, accepted = 0
@@ -352,7 +352,7 @@ final class BadInputTests: XCTestCase {
                 text = "a = " + String(repeating: below(2) == 0 ? "[" : "{ b = ", count: depth)
             default:
                 text = (0..<1 + below(6)).map { _ in "\(keys[below(keys.count)]) = \(values[below(values.count)])" }.joined(separator: " ")
-                    + " filename = builtin:dirac"
+                    + " filename = \"builtin:dirac\""
             }
             do {
                 let (configuration, _) = try NodeConfiguration.parse(arguments: "{ \(text) }")
@@ -378,14 +378,14 @@ final class BadInputTests: XCTestCase {
 
     /// The `crossfade` key's accepted forms and defaults (the rows above only check acceptance).
     func testCrossfadeKeyValues() throws {
-        let defaults = try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac }").0
+        let defaults = try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" }").0
         XCTAssertEqual(defaults.crossfadeSeconds, 0.05)
         XCTAssertTrue(defaults.crossfadeEqualPower)
-        let milliseconds = try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = \"20ms\" crossfade.shape = linear }").0
+        let milliseconds = try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear }").0
         XCTAssertEqual(milliseconds.crossfadeSeconds, 0.02, accuracy: 1e-12)
         XCTAssertFalse(milliseconds.crossfadeEqualPower)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = \"2s\" }").0.crossfadeSeconds, 2)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = builtin:dirac crossfade = 0 }").0.crossfadeSeconds, 0)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = \"2s\" }").0.crossfadeSeconds, 2)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = 0 }").0.crossfadeSeconds, 0)
     }
 }

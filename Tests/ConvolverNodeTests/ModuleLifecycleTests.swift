@@ -23,7 +23,7 @@ final class ModuleLifecycleTests: XCTestCase {
     /// module removes the node while the daemon keeps answering.
     func testInsideTheDaemonLoadRefuseAndDestroy() throws {
         let daemon = try PrivatePipeWire(name: "in-daemon", extraModules: """
-            { name = \(Self.moduleName) args = { node.name = conv-daemon filename = builtin:dirac } }
+            { name = \(Self.moduleName) args = { node.name = conv-daemon filename = "builtin:dirac" } }
             { name = \(Self.moduleName) args = { node.name = conv-missing filename = "/nonexistent/ir.wav" } flags = [ nofail ] }
             """)
         self.daemon = daemon
@@ -49,11 +49,11 @@ final class ModuleLifecycleTests: XCTestCase {
         self.daemon = daemon
         let cases: [(arguments: String, message: String)] = [
             ("filename = \"/nonexistent/ir.wav\"", "filename: impulse response file '/nonexistent/ir.wav' does not exist"),
-            ("filename = builtin:dirac gain = loud", "gain: 'loud' is not a number"),
-            ("filename = builtin:dirac mix = 2", "mix: 2.0 is outside 0.0...1.0"),
-            ("filename = builtin:dirac audio.channels = 3 audio.position = [ FL FR ]", "audio.position: has 2 positions but audio.channels is 3"),
-            ("filename = builtin:nothing", "unknown built-in impulse response 'builtin:nothing'"),
-            ("filename = builtin:dirac workgroup = { threads = many }", "workgroup.threads: 'many' is not auto, levels or a thread count"),
+            ("filename = \"builtin:dirac\" gain = loud", "gain: 'loud' is not a number"),
+            ("filename = \"builtin:dirac\" mix = 2", "mix: 2.0 is outside 0.0...1.0"),
+            ("filename = \"builtin:dirac\" audio.channels = 3 audio.position = [ FL FR ]", "audio.position: has 2 positions but audio.channels is 3"),
+            ("filename = \"builtin:nothing\"", "unknown built-in impulse response 'builtin:nothing'"),
+            ("filename = \"builtin:dirac\" workgroup = { threads = many }", "workgroup.threads: 'many' is not auto, levels or a thread count"),
         ]
         for (index, testCase) in cases.enumerated() {
             let client = try ModuleClient.start(daemon, name: "bad-\(index)", arguments: "node.name = bad-\(index) \(testCase.arguments)")
@@ -62,7 +62,7 @@ final class ModuleLifecycleTests: XCTestCase {
             XCTAssertTrue(client.log.contains(testCase.message), "expected '\(testCase.message)' in:\n\(client.log.suffix(1500))")
         }
         // An unknown key is a warning, not an error.
-        let client = try ModuleClient.start(daemon, name: "warn", arguments: "node.name = conv-warn filename = builtin:dirac colour = blue")
+        let client = try ModuleClient.start(daemon, name: "warn", arguments: "node.name = conv-warn filename = \"builtin:dirac\" colour = blue")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-warn", count: 4, timeout: 30)
         XCTAssertTrue(client.log.contains("unknown key 'colour' ignored"), client.log.suffix(1500).description)
@@ -91,7 +91,7 @@ final class ModuleLifecycleTests: XCTestCase {
 
         let host = try ModuleHost(daemon: daemon)
         for cycle in 0..<10 {
-            let (loaded, error) = host.load(arguments: "{ node.name = conv-reload filename = builtin:hall }")
+            let (loaded, error) = host.load(arguments: "{ node.name = conv-reload filename = \"builtin:hall\" }")
             let module = try XCTUnwrap(loaded, "cycle \(cycle): load failed, errno \(error)")
             try daemon.waitForPorts(ofNode: "conv-reload", count: 4, timeout: 30)
             for position in ["FL", "FR"] {
@@ -116,7 +116,7 @@ final class ModuleLifecycleTests: XCTestCase {
         let (missing, missingErrno) = host.load(arguments: "{ filename = \"/nonexistent/ir.wav\" }")
         XCTAssertNil(missing)
         XCTAssertEqual(missingErrno, ENOENT)
-        let (bad, badErrno) = host.load(arguments: "{ filename = builtin:dirac gain = loud }")
+        let (bad, badErrno) = host.load(arguments: "{ filename = \"builtin:dirac\" gain = loud }")
         XCTAssertNil(bad)
         XCTAssertEqual(badErrno, EINVAL)
         XCTAssertTrue(daemon.answers())
