@@ -44,7 +44,7 @@ final class ControlTests: XCTestCase {
     private func play(tag: String, seed: UInt64) throws {
         try TestSignals.write(TestSignals.noise(seconds: 1.5, seed: seed), to: path("input.wav"))
         try PlayThrough(daemon: daemon, nodeName: "conv-control")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec-\(tag).wav"), seconds: 1.5, tailSeconds: 0.3, tag: tag)
+            .run(inputPath: path("input.wav"), recordingPath: path("rec-\(tag).f32"), seconds: 1.5, tailSeconds: 0.3, tag: tag)
     }
 
     func testPropsChangeOutputAndReadBack() throws {
@@ -83,7 +83,7 @@ final class ControlTests: XCTestCase {
                                            played: nil, workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: 2, label: "mix, then bypass")
         for tag in ["mix", "bypass"] {
-            try LiveVerdict(record: record, recording: path("rec-\(tag).wav"), played: path("input.wav"),
+            try LiveVerdict(record: record, recording: path("rec-\(tag).f32"), played: path("input.wav"),
                             workDirectory: daemon.runtimeDirectory).assertGraphPath(label: tag)
         }
     }
@@ -136,7 +136,7 @@ final class ControlTests: XCTestCase {
     /// swapped in; a missing file keeps the current IR.
     func testRateChangeAndFilenameSwap() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
-        let client = try ModuleClient.start(daemon, name: "conv-swap", arguments: "node.name = conv-swap filename = builtin:dirac")
+        let client = try ModuleClient.start(daemon, name: "conv-swap", arguments: "node.name = conv-swap filename = \"builtin:dirac\"")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-swap", count: 4, timeout: 30)
         let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-swap"), "--format", "f32",

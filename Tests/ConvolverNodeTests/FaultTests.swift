@@ -63,7 +63,7 @@ final class FaultTests: XCTestCase {
         defer { hogs.forEach { $0.stop() } }
         var counts: [String: Int] = [:]
         try PlayThrough(daemon: daemon, nodeName: "conv-starved")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2 + loadSeconds + recoverySeconds + 2.5,
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2 + loadSeconds + recoverySeconds + 2.5,
                  tailSeconds: 0.3, tag: "starved") {
                 usleep(1_500_000)
                 counts["before"] = try lateLevels("conv-starved")
@@ -99,7 +99,7 @@ final class FaultTests: XCTestCase {
         host.client.stop()
         // Late levels leave their contribution out (expected), so the output is not judged for
         // exactness; the recording must still be the node's output, nothing dropped or repeated.
-        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
             .assertGraphPath(label: "starved helpers")
     }
 
@@ -188,7 +188,7 @@ final class FaultTests: XCTestCase {
         try daemon.waitForPorts(ofNode: "conv-storm", count: 4, timeout: 30)
         var switches = 0
         try PlayThrough(daemon: daemon, nodeName: "conv-storm")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: seconds + 1, tailSeconds: 0.3, tag: "storm") {
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: seconds + 1, tailSeconds: 0.3, tag: "storm") {
                 let start = Date()
                 while Date().timeIntervalSince(start) < seconds {
                     try daemon.setQuantum(switches % 2 == 0 ? 64 : 1024)
@@ -200,7 +200,7 @@ final class FaultTests: XCTestCase {
         print("quantum switches: \(switches); node late cycles: \((try? statistic("conv-storm", "convolver.late-cycles")) ?? "?")")
         XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
             .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "storm")
     }
 
@@ -228,7 +228,7 @@ final class FaultTests: XCTestCase {
         var hogs: [BackgroundProcess] = []
         defer { hogs.forEach { $0.stop() } }
         try PlayThrough(daemon: daemon, nodeName: "conv-stalls")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: seconds, tailSeconds: 0.3, tag: "stalls") {
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: seconds, tailSeconds: 0.3, tag: "stalls") {
                 // One hog per core, stalling together 2, 3, ... s into the playback.
                 for core in 0..<ProcessInfo.processInfo.activeProcessorCount {
                     hogs.append(try daemon.spawn(["chrt", "-f", "99", "/usr/bin/python3", "-c", """
@@ -250,7 +250,7 @@ final class FaultTests: XCTestCase {
         XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
         client.stop()  // the node writes its record when it is destroyed
 
-        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
             .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "stalls",
                          allowedUnmatched: stalls * 1024)
     }

@@ -105,7 +105,7 @@ final class HotSwapTests: XCTestCase {
         let seconds = 1.5 + 0.4 * Double(swapCount) + 1.0
         try writeSine(seconds: seconds)
         try PlayThrough(daemon: daemon, nodeName: node).run(
-            inputPath: path("sine.wav"), recordingPath: path("rec-\(tag).wav"), seconds: seconds + 1, tailSeconds: 0.2, tag: tag
+            inputPath: path("sine.wav"), recordingPath: path("rec-\(tag).f32"), seconds: seconds + 1, tailSeconds: 0.2, tag: tag
         ) {
             usleep(1_500_000)
             for swap in 0..<swapCount {
@@ -123,7 +123,7 @@ final class HotSwapTests: XCTestCase {
         XCTAssertTrue(client.isRunning, client.log)
 
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec-\(tag).wav"), played: path("sine.wav"),
+        try LiveVerdict(record: record, recording: path("rec-\(tag).f32"), played: path("sine.wav"),
                         workDirectory: daemon.runtimeDirectory).assertGraphPath(label: tag)
         let calls = try record.frames(channels: 4)
         let input = calls[0], output = Array(calls[2...3])

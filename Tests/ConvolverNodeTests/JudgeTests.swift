@@ -33,12 +33,12 @@ final class JudgeTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
         try PlayThrough(daemon: daemon, nodeName: node)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: seconds + 1.5, tailSeconds: 0.3, tag: fault)
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: seconds + 1.5, tailSeconds: 0.3, tag: fault)
         client.stop()
         let entries = try ImpulseEntry.parallel(channels: 2, file: path("ir.wav"))
         let dsp = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: entries, segments: [.init(wet: 1, dry: 0)],
                                         played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        let graph = try GraphJudge.judge(recording: path("rec.wav"), record: record, inputs: 2, outputs: 2,
+        let graph = try GraphJudge.judge(recording: path("rec.f32"), record: record, inputs: 2, outputs: 2,
                                          workDirectory: daemon.runtimeDirectory)
         return (dsp, graph)
     }

@@ -48,7 +48,7 @@ final class ModuleAudioTests: XCTestCase {
         }
         XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)", file: file, line: line)
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
             .assertExact(entries: try ImpulseEntry.parallel(channels: positions.count, file: impulse), label: nodeUnderTest,
                          file: file, line: line)
     }
@@ -69,7 +69,7 @@ final class ModuleAudioTests: XCTestCase {
         let client = try startNode("conv-synth", arguments: "filename = \"\(path("ir.wav"))\"")
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-synth")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 2, tailSeconds: 0.3, tag: "synth")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2, tailSeconds: 0.3, tag: "synth")
         try assertMatches(impulse: path("ir.wav"), client: client)
     }
 
@@ -78,10 +78,10 @@ final class ModuleAudioTests: XCTestCase {
         try TestSignals.write(hall.channels, to: path("hall.wav"))
         let hallSeconds = Double(hall.frameCount) / 48000
         try TestSignals.write(TestSignals.noise(seconds: 1.5, leadOut: hallSeconds + 0.3), to: path("input.wav"))
-        let client = try startNode("conv-hall", arguments: "filename = builtin:hall")
+        let client = try startNode("conv-hall", arguments: "filename = \"builtin:hall\"")
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-hall")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 1.5 + hallSeconds, tailSeconds: 0.3, tag: "hall")
         try assertMatches(impulse: path("hall.wav"), client: client)
     }
 
@@ -97,7 +97,7 @@ final class ModuleAudioTests: XCTestCase {
         let quantum = "\(before["convolver.plan-quantum"] ?? "")" == "256" ? 512 : 256
         try daemon.setQuantum(quantum)
         try PlayThrough(daemon: daemon, nodeName: "conv-replan")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 3, tailSeconds: 0.3, tag: "replan")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 3, tailSeconds: 0.3, tag: "replan")
         var after: [String: Any] = [:]
         for _ in 0..<30 {  // statistics are published once a second
             after = try XCTUnwrap(try daemon.nodeProperties("conv-replan")).properties
@@ -119,7 +119,7 @@ final class ModuleAudioTests: XCTestCase {
         let client = try startNode("conv-quantum", arguments: "filename = \"\(path("ir.wav"))\"")
         defer { client.stop() }
         try PlayThrough(daemon: daemon, nodeName: "conv-quantum")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 4, tailSeconds: 0.3, tag: "quantum") {
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 4, tailSeconds: 0.3, tag: "quantum") {
                 for quantum in [256, 1024, 128] {
                     usleep(800_000)
                     try daemon.setQuantum(quantum)
@@ -143,7 +143,7 @@ final class ModuleAudioTests: XCTestCase {
         defer { client.stop() }
         var ran: [String] = []  // the quanta the graph ran the node at, by its profiler
         try PlayThrough(daemon: daemon, nodeName: "conv-odd")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 6.5, tailSeconds: 0.3, tag: "odd") {
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 6.5, tailSeconds: 0.3, tag: "odd") {
                 usleep(1_500_000)  // the lead-in and some sound
                 for quantum in [100, 333] {
                     ran.append(try daemon.profiledQuantum(ofNode: "conv-odd", seconds: 0.8).quantum)

@@ -43,7 +43,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         var changes: [String: Int] = [:]
         var lastImpulse = path("ir-a.wav")
         try PlayThrough(daemon: daemon, nodeName: "conv-rt")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: warmUp + seconds + 2,
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: warmUp + seconds + 2,
                  tailSeconds: 0.2, tag: "rt") {
                 usleep(UInt32(warmUp * 1_000_000))
                 try host.arm()
@@ -93,7 +93,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         defer { host.client.stop() }
         var report: RealtimeCheckReport?
         try PlayThrough(daemon: daemon, nodeName: "conv-alloc")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: 6, tailSeconds: 0.2, tag: "alloc") {
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 6, tailSeconds: 0.2, tag: "alloc") {
                 usleep(2_000_000)
                 try host.arm()
                 usleep(2_000_000)

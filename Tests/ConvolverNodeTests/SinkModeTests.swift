@@ -70,8 +70,9 @@ final class SinkModeTests: XCTestCase {
         let sinkID = try XCTUnwrap(try daemon.nodeProperties("conv-wp")).id
         let status = try daemon.run(["wpctl", "status"]).output
         print(status)
+        // The Sinks section, up to the next (0.4: Sink endpoints, 0.5: Sources).
         let sinksSection = status.components(separatedBy: "├─ Sinks:").dropFirst().first?
-            .components(separatedBy: "├─ Sink endpoints:").first ?? ""
+            .components(separatedBy: "├─ So").first?.components(separatedBy: "├─ Sink endpoints:").first ?? ""
         XCTAssertTrue(sinksSection.contains("\(sinkID). Convolver WP"), "wpctl status lists the sink:\n\(status)")
         XCTAssertFalse(sinksSection.contains("output.conv-wp"), "the output stream is not a sink")
 
@@ -156,27 +157,33 @@ final class SinkModeTests: XCTestCase {
         RecordJudge.assertExact(result, outputs: 2, label: "WirePlumber route")
     }
 
-    /// WirePlumber 0.4.13 from the daemon's runtime dir, with Debian's config minus what needs a
-    /// D-Bus session (bluetooth/logind, the flatpak portal, device reservation) and minus the
-    /// device monitors (no hardware here): those make it quit with "Cannot autolaunch D-Bus".
+    /// WirePlumber against the daemon: 0.5 (beside PipeWire 1.x) with its `policy` profile (the
+    /// session policy, no hardware monitors); 0.4.13 with Debian's config minus what needs a D-Bus
+    /// session (bluetooth/logind, the flatpak portal, device reservation) and minus the device
+    /// monitors (no hardware here): those make it quit with "Cannot autolaunch D-Bus".
     private func startWirePlumber() throws {
-        let configDirectory = path("wireplumber")
-        try FileManager.default.copyItem(atPath: "/usr/share/wireplumber", toPath: configDirectory)
-        let mainConfig = configDirectory + "/wireplumber.conf"
-        let text = try String(contentsOfFile: mainConfig, encoding: .utf8)
-        try text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("bluetooth.lua") }
-            .joined(separator: "\n").write(toFile: mainConfig, atomically: true, encoding: .utf8)
-        try """
-            default_access.properties["enable-flatpak-portal"] = false
-            alsa_monitor.enabled = false
-            alsa_monitor.properties["alsa.reserve"] = false
-            v4l2_monitor.enabled = false
-            libcamera_monitor.enabled = false
-            """.write(toFile: configDirectory + "/main.lua.d/51-headless-test.lua", atomically: true, encoding: .utf8)
+        var arguments = ["wireplumber"]
+        var environment = ["XDG_STATE_HOME": path("state"), "XDG_CONFIG_HOME": path("config-home")]
+        if PipeWireInstallation.isOneDotX {
+            arguments += ["--profile", "policy"]
+        } else {
+            let configDirectory = path("wireplumber")
+            try FileManager.default.copyItem(atPath: "/usr/share/wireplumber", toPath: configDirectory)
+            let mainConfig = configDirectory + "/wireplumber.conf"
+            let text = try String(contentsOfFile: mainConfig, encoding: .utf8)
+            try text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("bluetooth.lua") }
+                .joined(separator: "\n").write(toFile: mainConfig, atomically: true, encoding: .utf8)
+            try """
+                default_access.properties["enable-flatpak-portal"] = false
+                alsa_monitor.enabled = false
+                alsa_monitor.properties["alsa.reserve"] = false
+                v4l2_monitor.enabled = false
+                libcamera_monitor.enabled = false
+                """.write(toFile: configDirectory + "/main.lua.d/51-headless-test.lua", atomically: true, encoding: .utf8)
+            environment["WIREPLUMBER_CONFIG_DIR"] = configDirectory
+        }
         // Its state (default nodes, stream volumes) goes to the daemon's dir, not the user's ~/.local/state.
-        let wireplumber = try spawn(["wireplumber"], logName: "wireplumber.log",
-                                    extraEnvironment: ["WIREPLUMBER_CONFIG_DIR": configDirectory,
-                                                       "XDG_STATE_HOME": path("state"), "XDG_CONFIG_HOME": path("config-home")])
+        let wireplumber = try spawn(arguments, logName: "wireplumber.log", extraEnvironment: environment)
         try waitFor("WirePlumber connected", timeout: 20) {
             guard wireplumber.isRunning else { return true }
             return (try? self.daemon.run(["wpctl", "status"]).output.contains("WirePlumber")) == true
@@ -307,7 +314,7 @@ final class SinkModeTests: XCTestCase {
     /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
     /// pw-play's output (PlayThrough). Returns the recording.
     private func playByHand(sink: String, positions: [String], outputPositions: [String]? = nil, input: String) throws -> String {
-        let recording = path("rec-\(sink).wav")
+        let recording = path("rec-\(sink).f32")
         let seconds = Double(try AudioFile.info(path: input).frameCount) / 48000
         try PlayThrough(daemon: daemon, nodeName: sink, positions: positions, outputPositions: outputPositions,
                         nodeInputPrefix: "playback", outputNodeName: "output.\(sink)")

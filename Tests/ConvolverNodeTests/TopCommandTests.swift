@@ -21,7 +21,7 @@ final class TopCommandTests: XCTestCase {
         let log = runtimeDirectory.appendingPathComponent("pipewire.log")
         FileManager.default.createFile(atPath: log.path, contents: nil)
         let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/pipewire")
+        daemon.executableURL = URL(fileURLWithPath: PipeWireInstallation.tool("pipewire"))
         daemon.arguments = ["-c", packageRoot.appendingPathComponent("pipewire-conf/headless-daemon.conf").path]
         daemon.environment = environment
         daemon.standardInput = FileHandle.nullDevice
@@ -51,7 +51,7 @@ final class TopCommandTests: XCTestCase {
 
     func testBatchReportsEveryNodeOfAPlayRecordPairAtTheForcedQuantum() throws {
         let quantum = 512, rate = 48000, seconds = 3.0
-        try run("/usr/bin/pw-metadata", ["-n", "settings", "0", "clock.force-quantum", "\(quantum)"])
+        try run(PipeWireInstallation.tool("pw-metadata"), ["-n", "settings", "0", "clock.force-quantum", "\(quantum)"])
         let suffix = "\(getpid())"
         let player = "top-test-play-\(suffix)", recorder = "top-test-rec-\(suffix)"
         let signal = runtimeDirectory.appendingPathComponent("noise.wav")
@@ -59,13 +59,13 @@ final class TopCommandTests: XCTestCase {
         // Without a session manager streams get ports only with auto-port-config; the recorder wants
         // the driver (so the pair is clocked), the player does not (so it waits to be linked).
         let ports = "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
-        try start("/usr/bin/pw-record", ["-P", "{ node.name = \(recorder) node.want-driver = true \(ports) }",
+        try start(PipeWireInstallation.tool("pw-record"), ["-P", "{ node.name = \(recorder) node.want-driver = true \(ports) }",
                                          "--rate", "\(rate)", "--channels", "2",
                                          runtimeDirectory.appendingPathComponent("out.wav").path])
-        try start("/usr/bin/pw-play", ["-P", "{ node.name = \(player) node.want-driver = false \(ports) }", signal.path])
+        try start(PipeWireInstallation.tool("pw-play"), ["-P", "{ node.name = \(player) node.want-driver = false \(ports) }", signal.path])
         try waitForPorts(["\(player):output_FL", "\(recorder):input_FL"])
         for channel in ["FL", "FR"] {
-            try run("/usr/bin/pw-link", ["\(player):output_\(channel)", "\(recorder):input_\(channel)"])
+            try run(PipeWireInstallation.tool("pw-link"), ["\(player):output_\(channel)", "\(recorder):input_\(channel)"])
         }
 
         let output = try run(topExecutable.path, ["top", "--batch", "--seconds", "\(seconds)"])
@@ -164,7 +164,7 @@ final class TopCommandTests: XCTestCase {
 
     private func waitForPorts(_ ports: [String]) throws {
         for _ in 0 ..< 100 {
-            let listed = try run("/usr/bin/pw-link", ["-o", "-i"])
+            let listed = try run(PipeWireInstallation.tool("pw-link"), ["-o", "-i"])
             if ports.allSatisfy(listed.contains) { return }
             usleep(50_000)
         }

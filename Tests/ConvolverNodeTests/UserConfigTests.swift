@@ -65,7 +65,7 @@ final class UserConfigTests: XCTestCase {
                               to: path("input.wav"))
         try PlayThrough(daemon: daemon, nodeName: node, positions: positions, outputPositions: outputPositions,
                         nodeInputPrefix: inputPrefix, outputNodeName: outputNode)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.wav"), seconds: leadIn + 1.5 + irSeconds,
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: leadIn + 1.5 + irSeconds,
                  tailSeconds: 0.3, tag: node)
         if let properties = try? daemon.nodeProperties(node) {
             print("\(node): " + properties.properties.filter { $0.key.hasPrefix("convolver.") }
@@ -73,7 +73,7 @@ final class UserConfigTests: XCTestCase {
         }
         XCTAssertTrue(client.isRunning, client.log, file: file, line: line)
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec.wav"), played: path("input.wav"), positions: positions,
+        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), positions: positions,
                         outputPositions: outputPositions, workDirectory: daemon.runtimeDirectory)
             .assertExact(entries: entries, segments: [.init(wet: wet, dry: dry)], label: node, file: file, line: line)
     }

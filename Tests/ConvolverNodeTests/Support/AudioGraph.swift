@@ -48,10 +48,11 @@ enum TestSignals {
     }
 }
 
-/// pw-play → node → pw-record, all linked by hand (no session manager). One pw-record with
-/// twice the channels takes both what pw-play sends (the node's input) and the node's output, in
-/// the same cycles (two separate recordings do not stay aligned on PipeWire 0.3.65), so that
-/// `GraphJudge` can tell that the output came in the cycle of its input.
+/// pw-play → node → the test recorder (Tests/SyncRecorder), all linked by hand (no session
+/// manager). One recorder with twice the channels takes both what pw-play sends (the node's
+/// input) and the node's output, in the same cycles (two separate recordings do not stay aligned
+/// on PipeWire 0.3.65), so that `GraphJudge` can tell that the output came in the cycle of its
+/// input. Not pw-record: PipeWire 1.x runs it asynchronously, a cycle late (see sync_record.c).
 struct PlayThrough {
     let daemon: PrivatePipeWire
     let nodeName: String
@@ -73,16 +74,15 @@ struct PlayThrough {
             + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }"
     }
 
-    /// Plays `inputPath` through the node and records input and output into `recordingPath`.
-    /// `whilePlaying` runs once playback has started (quantum or Props changes).
+    /// Plays `inputPath` through the node and records input and output into `recordingPath`
+    /// (raw interleaved float32). `whilePlaying` runs once playback has started (quantum or
+    /// Props changes).
     func run(inputPath: String, recordingPath: String, seconds: Double, tailSeconds: Double,
              tag: String, whilePlaying: () throws -> Void = {}) throws {
         let recorderName = "rec-\(tag)"
         let playerName = "play-\(tag)"
-        let recorder = try daemon.spawn([
-            "pw-record", "-P", Self.streamProperties(recorderName), "--format", "f32", "--rate", "48000",
-            "--channels", "\(recordedPositions.count)", "--channel-map", recordedPositions.joined(separator: ","), recordingPath,
-        ], logName: "\(recorderName).log")
+        let recorder = try daemon.spawn([try SyncRecorder.executable.get(), recorderName, recordedPositions.joined(separator: ","),
+                                         recordingPath, "\(Int(seconds * 3 + 30))"], logName: "\(recorderName).log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: recorderName, count: recordedPositions.count)
         let outputs = outputPositions ?? positions
@@ -105,4 +105,26 @@ struct PlayThrough {
         usleep(UInt32(tailSeconds * 1_000_000))
         recorder.interrupt()
     }
+}
+
+/// Tests/SyncRecorder/sync_record.c, compiled once per test run with the system C compiler
+/// against the PipeWire under test (pkg-config: the system's, or the prefix's of pipewire-1.4.sh).
+enum SyncRecorder {
+    static let executable: Result<String, TestFailure> = {
+        let directory = NSTemporaryDirectory() + "swconv-sync-record-\(getpid())"
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let executable = directory + "/sync_record"
+        let source = BuildProducts.packageRoot + "/Tests/SyncRecorder/sync_record.c"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "cc -O2 -Wall -o '\(executable)' '\(source)' $(pkg-config --cflags --libs libpipewire-0.3)"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        do { try process.run() } catch { return .failure(TestFailure("cannot run cc: \(error)")) }
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { return .failure(TestFailure("cc \(source) failed:\n\(output)")) }
+        return .success(executable)
+    }()
 }

@@ -11,7 +11,7 @@ final class ModuleHost {
 
     init(daemon: PrivatePipeWire) throws {
         setenv("XDG_RUNTIME_DIR", daemon.runtimeDirectory, 1)
-        setenv("PIPEWIRE_MODULE_DIR", BuildProducts.directory + ":/usr/lib/x86_64-linux-gnu/pipewire-0.3", 1)
+        setenv("PIPEWIRE_MODULE_DIR", PipeWireInstallation.moduleSearchPath, 1)
         unsetenv("PIPEWIRE_REMOTE")
         pw_init(nil, nil)
         guard let threadLoop = pw_thread_loop_new("swconv-host", nil) else { throw TestFailure("pw_thread_loop_new failed") }

@@ -43,6 +43,42 @@ enum BuildProducts {
     nonisolated(unsafe) private static var warnedAboutDebug = false
 }
 
+/// The PipeWire the tests run: the system's, or the one `scripts/pipewire-1.4.sh env` puts first
+/// (PATH, PIPEWIRE_MODULE_DIR, LD_LIBRARY_PATH … pointing into its prefix).
+enum PipeWireInstallation {
+    /// A PipeWire tool (pipewire, pw-play, wpctl …) as PATH finds it.
+    static func tool(_ name: String) -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
+        for directory in path.split(separator: ":") where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+            return "\(directory)/\(name)"
+        }
+        return "/usr/bin/" + name
+    }
+
+    /// PipeWire's own module directory (after the build directory in PIPEWIRE_MODULE_DIR).
+    static let moduleDirectory = ProcessInfo.processInfo.environment["PIPEWIRE_MODULE_DIR"]
+        .flatMap { $0.split(separator: ":").last.map(String.init) } ?? "/usr/lib/x86_64-linux-gnu/pipewire-0.3"
+
+    /// PIPEWIRE_MODULE_DIR for a process that loads the convolver module from the build.
+    static var moduleSearchPath: String { BuildProducts.directory + ":" + moduleDirectory }
+
+    /// The version `pipewire --version` reports for its libpipewire ("0.3.65", "1.4.2").
+    static let version: String = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool("pipewire"))
+        process.arguments = ["--version"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        guard (try? process.run()) != nil else { return "?" }
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return text.components(separatedBy: "libpipewire ").dropFirst().first?.split(separator: "\n").first.map(String.init) ?? "?"
+    }()
+
+    /// PipeWire 1.x (and WirePlumber 0.5 beside it), not 0.3.
+    static var isOneDotX: Bool { !version.hasPrefix("0.") }
+}
+
 /// A private headless PipeWire daemon in its own runtime dir (FACTS.md recipe), and helpers that
 /// run PipeWire's tools against it. Start one per test class; `stop()` in `tearDown`.
 final class PrivatePipeWire {
@@ -95,7 +131,7 @@ final class PrivatePipeWire {
         logPath = runtimeDirectory + "/pipewire.log"
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/pipewire")
+        daemon.executableURL = URL(fileURLWithPath: PipeWireInstallation.tool("pipewire"))
         daemon.arguments = arguments
         daemon.environment = environment(extra: daemonEnvironment)
         let logHandle = FileHandle(forWritingAtPath: logPath)
@@ -134,7 +170,7 @@ final class PrivatePipeWire {
     func environment(extra: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = runtimeDirectory
-        environment["PIPEWIRE_MODULE_DIR"] = BuildProducts.directory + ":/usr/lib/x86_64-linux-gnu/pipewire-0.3"
+        environment["PIPEWIRE_MODULE_DIR"] = PipeWireInstallation.moduleSearchPath
         environment["SWIFT_BACKTRACE"] = "enable=no"
         environment.removeValue(forKey: "PIPEWIRE_REMOTE")
         for (key, value) in extra { environment[key] = value }

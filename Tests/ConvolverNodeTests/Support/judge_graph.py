@@ -2,7 +2,7 @@
 
 Usage: judge_graph.py SPEC.json   (SPEC: see `GraphJudge.Spec` in LiveJudges.swift)
 
-The recording (one pw-record stream) holds what the player sent, channel by channel as the node's
+The recording (one stream of Tests/SyncRecorder, raw float32, or a WAV file) holds what the player sent, channel by channel as the node's
 inputs, then the node's output ports, in the node's channel order (or, with `channels`, the
 record channel of each recorded channel: e.g. only the outputs, recorded downstream). The node's record
 (`test.record-calls`) holds what its data thread got and put out. Each recorded channel is
@@ -109,10 +109,13 @@ def main():
     spec = json.load(open(sys.argv[1]))
     inputs, outputs = spec["inputs"], spec["outputs"]
     record = np.fromfile(spec["calls"], dtype=np.float32).reshape(-1, inputs + outputs)
-    recording = wavfile.read(spec["recording"])[1].astype(np.float32)
-    if recording.ndim == 1:
-        recording = recording[:, None]
     mapping = spec.get("channels") or list(range(inputs + outputs))
+    if spec["recording"].endswith(".wav"):
+        recording = wavfile.read(spec["recording"])[1].astype(np.float32)
+        if recording.ndim == 1:
+            recording = recording[:, None]
+    else:  # sync_record's raw interleaved float32
+        recording = np.fromfile(spec["recording"], dtype=np.float32).reshape(-1, len(mapping))
     if recording.shape[1] != len(mapping):
         print(json.dumps({"error": f"the recording has {recording.shape[1]} channels, expected {len(mapping)}"}))
         return
