@@ -1,5 +1,5 @@
 # swift-convolver: build, test, demo and benchmarks. Works on a fresh Debian 12 with Swift at /opt/swift.
-#   make test        install missing Debian packages, build everything, run every test
+#   make test        install missing Debian packages, build everything, run every test (system PipeWire and 1.4.2)
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~25 min)
@@ -17,7 +17,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox wireplumber
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build test demo bench bench-live soak clean install uninstall
+.PHONY: deps build test test-pipewire-system test-pipewire-1.4 demo bench bench-live soak clean install uninstall
 
 # Installs only what is missing; `apt-get update` only when something must be installed.
 deps:
@@ -32,8 +32,16 @@ build: deps
 	$(SWIFT) build -c release
 
 # The node tests start their own private PipeWire; scripts/run-tests.sh ends whatever they leave behind.
+# `make test` runs every test on the system's PipeWire, then the live tests on PipeWire 1.4.2 and
+# WirePlumber 0.5.8 (Debian's bookworm-backports, unpacked under .build/ by scripts/pipewire-1.4.sh).
 test: deps
-	scripts/run-tests.sh
+	scripts/run-tests.sh all
+
+test-pipewire-system: deps
+	scripts/run-tests.sh system
+
+test-pipewire-1.4: deps
+	scripts/run-tests.sh pipewire-1.4
 
 demo: build
 	scripts/demo.sh

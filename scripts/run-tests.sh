@@ -23,31 +23,61 @@ end_leftover_processes() {
     sleep 1
     kill -9 "${leftovers[@]}" 2>/dev/null || true
 }
-trap end_leftover_processes EXIT
+
+# Which suites: `system` (every test, on the system's PipeWire), `pipewire-1.4` (the live tests
+# again on PipeWire 1.4.2 + WirePlumber 0.5.8 unpacked by scripts/pipewire-1.4.sh, built against
+# its headers in a build directory of its own), or both (the default, `make test`).
+which=${1:-all}
+case "$which" in all|system|pipewire-1.4) ;; *) echo "usage: $0 [all|system|pipewire-1.4]" >&2; exit 2 ;; esac
 
 # Release: the DSP is tested as it ships (debug Swift is many times slower, and the real-time
 # contract is a property of the optimised code). -enable-testing for the @testable imports.
-swift build -c release -Xswiftc -enable-testing --build-tests
-# XCTest only (there are no swift-testing tests), each test run once, and a plain closing line
-# counting test cases. A failure fails `make test`.
-test_flags=(-c release -Xswiftc -enable-testing --skip-build --disable-swift-testing)
-log=$(mktemp)
-set +e
-swift test "${test_flags[@]}" 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
-summary=$(grep -E 'Executed [0-9]+ tests?, with ' "$log" | tail -n 1 || true)
-failed=$(grep -oE "Test Case '[A-Za-z0-9_]+\.[A-Za-z0-9_]+' failed" "$log" | sort -u | grep -c . || true)
-rm -f "$log"
-if [[ ! $summary =~ Executed\ ([0-9]+)\ tests? ]]; then
-    echo "run-tests: no XCTest summary found" >&2
-    exit 1
+# XCTest only (there are no swift-testing tests), each test run once: a failure fails `make test`.
+build_flags=(-c release -Xswiftc -enable-testing)
+results=$(mktemp)
+trap 'rm -f "$results"; end_leftover_processes' EXIT
+
+# suite LABEL SCRATCH [swift test arguments]: builds and runs; appends "LABEL passed failed skipped status".
+suite() {
+    local label=$1 scratch=$2 log status summary executed skipped=0 failed
+    shift 2
+    swift build --scratch-path "$scratch" "${build_flags[@]}" --build-tests
+    log=$(mktemp)
+    set +e
+    swift test --scratch-path "$scratch" "${build_flags[@]}" --skip-build --disable-swift-testing "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    set -e
+    summary=$(grep -E 'Executed [0-9]+ tests?, with ' "$log" | tail -n 1 || true)
+    failed=$(grep -oE "Test Case '[A-Za-z0-9_]+\.[A-Za-z0-9_]+' failed" "$log" | sort -u | grep -c . || true)
+    rm -f "$log"
+    if [[ ! $summary =~ Executed\ ([0-9]+)\ tests? ]]; then
+        echo "run-tests: $label: no XCTest summary found" >&2
+        echo "$label 0 1 0 1" >>"$results"
+        return
+    fi
+    executed=${BASH_REMATCH[1]}
+    if [[ $summary =~ with\ ([0-9]+)\ tests?\ skipped ]]; then skipped=${BASH_REMATCH[1]}; fi
+    if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # the runner failed without naming a test (a crash)
+    echo "$label $((executed - failed - skipped)) $failed $skipped $status" >>"$results"
+}
+
+if [ "$which" != pipewire-1.4 ]; then
+    suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build
+    end_leftover_processes
 fi
-executed=${BASH_REMATCH[1]}
-skipped=0
-if [[ $summary =~ with\ ([0-9]+)\ tests?\ skipped ]]; then skipped=${BASH_REMATCH[1]}; fi
-if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then
-    failed=1  # the runner failed without naming a test case (a crash)
+if [ "$which" != system ]; then
+    (
+        eval "$(scripts/pipewire-1.4.sh env)"
+        suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build/pipewire-1.4/build --filter ConvolverNodeTests
+    )
 fi
-echo "tests: $((executed - failed - skipped)) passed, $failed failed, $skipped skipped"
+
+passed=0 failed=0 skipped=0 status=0 each=()
+while read -r label suite_passed suite_failed suite_skipped suite_status; do
+    each+=("${label//-/ }: $suite_passed passed, $suite_failed failed, $suite_skipped skipped")
+    passed=$((passed + suite_passed)) failed=$((failed + suite_failed)) skipped=$((skipped + suite_skipped))
+    [ "$suite_status" -eq 0 ] || status=1
+done <"$results"
+echo "run-tests: $(IFS=';'; echo "${each[*]}" | sed 's/;/; /g')"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
