@@ -64,6 +64,12 @@ final class RealtimeProcessor {
     /// it half written (traced: the head and the shorter levels without the longest).
     private let stagedStorage: UnsafeMutablePointer<Float>
     private let stagedBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// The call's input, copied here first: the engine, the dry mix and the silence count then
+    /// read one unchanging copy. PipeWire 1.x can hand a DSP port the buffer of an asynchronous
+    /// producer (pw-play) that the producer rewrites while the call runs (traced at quantum
+    /// changes: the engine's output no longer the convolution of the input it was given).
+    private let inputStorage: UnsafeMutablePointer<Float>
+    private let inputCopies: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
     /// Swaps done and swaps that were crossfaded (main loop reads them for statistics).
     let swaps = Atomic<Int>(0)
     let crossfades = Atomic<Int>(0)
@@ -116,6 +122,7 @@ final class RealtimeProcessor {
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
         (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
         (stagedStorage, stagedBuffers) = Self.callBuffers(channels: outputCount)
+        (inputStorage, inputCopies) = Self.callBuffers(channels: inputCount)
         inputPorts = .allocate(capacity: inputCount)
         inputPorts.initialize(repeating: nil, count: inputCount)
         outputPorts = .allocate(capacity: outputCount)
@@ -140,6 +147,8 @@ final class RealtimeProcessor {
         fadeBuffers.deallocate()
         stagedStorage.deallocate()
         stagedBuffers.deallocate()
+        inputStorage.deallocate()
+        inputCopies.deallocate()
         testDelayCarry.deallocate()
     }
 
@@ -231,7 +240,13 @@ final class RealtimeProcessor {
     /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         if testFault == .swapOutputs && outputCount >= 2 { (outputBuffers[0], outputBuffers[1]) = (outputBuffers[1], outputBuffers[0]) }
-        // The input as the engine reads it, now: a late call's upstream may rewrite it meanwhile.
+        if frameCount <= Self.bufferedCallCapacity {
+            for channel in 0..<inputCount {
+                guard let input = inputBuffers[channel], let copy = inputCopies[channel] else { continue }
+                copy.update(from: input, count: frameCount)
+                inputBuffers[channel] = UnsafePointer(copy)
+            }
+        }
         callRecorder?.recordInputs(UnsafePointer(inputBuffers), frameCount: frameCount)
         if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
