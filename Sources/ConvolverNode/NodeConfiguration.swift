@@ -61,7 +61,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var targetObject: String?
     /// `filter` (DSP ports, routed by hand) or `sink` (a virtual sink apps can pick as output).
     public var mode: NodeMode = .filter
-    /// `node.*`, `media.*`, `priority.*` keys other than the ones above, passed to the node as is.
+    /// `node.*`, `media.*`, `priority.*` keys other than the ones above, passed to the node as is;
+    /// in sink mode also WirePlumber 0.5's smart-filter keys (`filter.smart`, `filter.smart.name`,
+    /// `.target`, `.before`, `.after`, `.disabled`, `.targetable`), on the sink node.
     public var extraNodeProperties: [String: String] = [:]
 
     /// Output positions when they differ from the inputs' (`output.position`, e.g. 8 inputs of a
@@ -181,6 +183,12 @@ public struct NodeConfiguration: Sendable, Equatable {
                     throw NodeConfigurationError(key: key, message: "'\(value.text ?? "")' is not filter or sink")
                 }
                 configuration.mode = mode
+            case "filter.smart", "filter.smart.disabled", "filter.smart.targetable":
+                configuration.extraNodeProperties[key] = try boolean(value, key) ? "true" : "false"
+            case "filter.smart.name": configuration.extraNodeProperties[key] = try text(value, key)
+            case "filter.smart.target", "filter.smart.before", "filter.smart.after":
+                // WirePlumber reads these as JSON: a match object, lists of smart filter names.
+                configuration.extraNodeProperties[key] = value.json
             default:
                 if key.hasPrefix("node.") || key.hasPrefix("media.") || key.hasPrefix("priority.") {
                     configuration.extraNodeProperties[key] = value.text ?? ""
@@ -204,6 +212,9 @@ public struct NodeConfiguration: Sendable, Equatable {
 
     /// Checks what single keys cannot: an IR is given, matrix indices fit the channels.
     public func validate() throws(NodeConfigurationError) {
+        if mode != .sink, let key = extraNodeProperties.keys.sorted().first(where: { $0.hasPrefix("filter.smart") }) {
+            throw NodeConfigurationError(key: key, message: "needs mode = sink (WirePlumber's smart filters are sinks)")
+        }
         if filename == nil && impulses.isEmpty {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
         }

@@ -35,6 +35,34 @@ public enum SPAJSONValue: Sendable, Equatable {
         }
     }
 
+    /// The value as strict JSON (what a PipeWire property holding JSON, such as WirePlumber's
+    /// `filter.smart.target`, is read as): bare words that are numbers, booleans or null stay
+    /// bare, every other word is quoted.
+    public var json: String {
+        switch self {
+        case let .string(text): return Self.quoted(text)
+        case let .word(text):
+            return ["true", "false", "null"].contains(text) || Double(text)?.isFinite == true ? text : Self.quoted(text)
+        case let .array(elements): return "[ " + elements.map(\.json).joined(separator: ", ") + " ]"
+        case let .object(members): return "{ " + members.map { Self.quoted($0.key) + ": " + $0.value.json }.joined(separator: ", ") + " }"
+        }
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var result = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": result += "\\\""
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            case "\r": result += "\\r"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result + "\""
+    }
+
     /// Parses one value; top-level `key = value ...` without braces is read as an object, as
     /// PipeWire does for module arguments. Empty input is an empty object.
     public static func parse(_ source: String) throws(SPAJSONError) -> SPAJSONValue {

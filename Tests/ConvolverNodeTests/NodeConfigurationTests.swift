@@ -1,4 +1,5 @@
 import ConvolverNode
+import Foundation
 import Workgroup
 import XCTest
 
@@ -73,6 +74,34 @@ final class NodeConfigurationTests: XCTestCase {
         for fault in TestFault.allCases {
             XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
         }
+    }
+
+    /// WirePlumber 0.5's smart-filter keys go on the sink node: booleans and names as text, the
+    /// match object and the name lists as strict JSON; in filter mode they are an error.
+    func testSmartFilterKeys() throws {
+        let (configuration, warnings) = try NodeConfiguration.parse(arguments: """
+            filename = x mode = sink filter.smart = true filter.smart.name = "my eq"
+            filter.smart.target = { node.name = "alsa_output.pci" } filter.smart.before = [ eq other ] filter.smart.disabled = false
+            """)
+        XCTAssertEqual(warnings, [])
+        XCTAssertEqual(configuration.extraNodeProperties["filter.smart"], "true")
+        XCTAssertEqual(configuration.extraNodeProperties["filter.smart.name"], "my eq")
+        XCTAssertEqual(configuration.extraNodeProperties["filter.smart.target"], "{ \"node.name\": \"alsa_output.pci\" }")
+        XCTAssertEqual(configuration.extraNodeProperties["filter.smart.before"], "[ \"eq\", \"other\" ]")
+        XCTAssertEqual(configuration.extraNodeProperties["filter.smart.disabled"], "false")
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x filter.smart = true")) { error in
+            XCTAssertEqual((error as? NodeConfigurationError)?.key, "filter.smart", "\(error)")
+        }
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x mode = sink filter.smart = maybe")) { error in
+            XCTAssertEqual((error as? NodeConfigurationError)?.key, "filter.smart", "\(error)")
+        }
+    }
+
+    func testSPAJSONAsStrictJSON() throws {
+        let value = try SPAJSONValue.parse("{ a = 1 b = [ x \"y z\" true null ] c = { d = \"q\\\"t\" } }")
+        XCTAssertEqual(value.json, "{ \"a\": 1, \"b\": [ \"x\", \"y z\", true, null ], \"c\": { \"d\": \"q\\\"t\" } }")
+        let parsed = try JSONSerialization.jsonObject(with: Data(value.json.utf8)) as? [String: Any]
+        XCTAssertEqual(parsed?["a"] as? Int, 1)
     }
 
     func testUnknownKeysWarn() throws {
