@@ -55,7 +55,8 @@ final class FaultTests: XCTestCase {
                                          launcher: ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
         defer { host.client.stop() }
         XCTAssertEqual(try statistic("conv-starved", "convolver.helper-realtime"), "0", "helpers must run without RT here")
-        let dataThreads = host.threadIDs(named: "pipewire")
+        // PipeWire's data thread: "pipewire" in 0.3.65, "data-loop.0" in 1.x.
+        let dataThreads = host.threadIDs(named: PipeWireInstallation.isOneDotX ? "data-loop" : "pipewire")
         XCTAssertFalse(dataThreads.isEmpty)
         for tid in dataThreads { XCTAssertEqual(Self.setFifo(tid, priority: 88), 0, "SCHED_FIFO 88 for the data thread \(tid)") }
 

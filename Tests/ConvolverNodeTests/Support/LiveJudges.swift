@@ -159,7 +159,7 @@ enum GraphJudge {
                             workDirectory: workDirectory)
     }
 
-    /// Every loud recorded frame is the record's, on the channel of its port (at most
+    /// Every loud recorded output frame is the record's, on the channel of its port (at most
     /// `allowedUnmatched` frames not: a test that stalls the whole machine); at least 90% of the
     /// recording located (the rest: cycles the recorder lost); where inputs were recorded too,
     /// ≥ 98% of the output frames in the cycle of their input. `names`: the recorded channels.
@@ -175,7 +175,11 @@ enum GraphJudge {
         }.joined(separator: "; ") + "; output-input offsets \(result.offsets ?? [:])")
         for (name, channel) in zip(names, channels) {
             let source = channel.matchesChannel.map { " (it is the node's record channel \($0))" } ?? ""
-            XCTAssertLessThanOrEqual(channel.unmatchedFrames, allowedUnmatched,
+            // The recorded input only places the output in its cycle: where the player's two
+            // consumers got different samples (PipeWire 1.x, an asynchronous player at a quantum
+            // change) that is the graph's doing, so up to 1% is allowed there; none in the output.
+            let limit = name.hasPrefix("input") ? max(allowedUnmatched, channel.loudFrames / 100) : allowedUnmatched
+            XCTAssertLessThanOrEqual(channel.unmatchedFrames, limit,
                                      "\(label) \(name): recorded samples that are not the node's\(source), first at \(channel.firstUnmatched ?? -1)",
                                      file: file, line: line)
             XCTAssertGreaterThan(channel.loudFrames, 0, "\(label) \(name): nothing recorded", file: file, line: line)
