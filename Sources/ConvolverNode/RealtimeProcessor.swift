@@ -70,6 +70,9 @@ final class RealtimeProcessor {
     /// changes: the engine's output no longer the convolution of the input it was given).
     private let inputStorage: UnsafeMutablePointer<Float>
     private let inputCopies: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    /// What this call reads: the copies (nil for a missing buffer), or for a call longer than the
+    /// copies the port buffers themselves.
+    private let callInputs: UnsafeMutablePointer<UnsafePointer<Float>?>
     /// Swaps done and swaps that were crossfaded (main loop reads them for statistics).
     let swaps = Atomic<Int>(0)
     let crossfades = Atomic<Int>(0)
@@ -123,6 +126,8 @@ final class RealtimeProcessor {
         (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
         (stagedStorage, stagedBuffers) = Self.callBuffers(channels: outputCount)
         (inputStorage, inputCopies) = Self.callBuffers(channels: inputCount)
+        callInputs = .allocate(capacity: inputCount)
+        callInputs.initialize(repeating: nil, count: inputCount)
         inputPorts = .allocate(capacity: inputCount)
         inputPorts.initialize(repeating: nil, count: inputCount)
         outputPorts = .allocate(capacity: outputCount)
@@ -149,6 +154,7 @@ final class RealtimeProcessor {
         stagedBuffers.deallocate()
         inputStorage.deallocate()
         inputCopies.deallocate()
+        callInputs.deallocate()
         testDelayCarry.deallocate()
     }
 
@@ -240,14 +246,13 @@ final class RealtimeProcessor {
     /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         if testFault == .swapOutputs && outputCount >= 2 { (outputBuffers[0], outputBuffers[1]) = (outputBuffers[1], outputBuffers[0]) }
-        if frameCount <= Self.bufferedCallCapacity {
-            for channel in 0..<inputCount {
-                guard let input = inputBuffers[channel], let copy = inputCopies[channel] else { continue }
-                copy.update(from: input, count: frameCount)
-                inputBuffers[channel] = UnsafePointer(copy)
-            }
+        for channel in 0..<inputCount {
+            callInputs[channel] = inputBuffers[channel]
+            guard frameCount <= Self.bufferedCallCapacity, let input = inputBuffers[channel], let copy = inputCopies[channel] else { continue }
+            copy.update(from: input, count: frameCount)
+            callInputs[channel] = UnsafePointer(copy)
         }
-        callRecorder?.recordInputs(UnsafePointer(inputBuffers), frameCount: frameCount)
+        callRecorder?.recordInputs(UnsafePointer(callInputs), frameCount: frameCount)
         if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
             if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
@@ -284,7 +289,7 @@ final class RealtimeProcessor {
                 slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
                                           sampleRate: Double(max(graphRate, 1)))
                 let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
-                slot.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(engineOutputs), frameCount: frameCount)
+                slot.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(engineOutputs), frameCount: frameCount)
                 if fadingEngine != nil {
                     crossfade(into: engineOutputs, frameCount: frameCount, startNanos: startNanos,
                               waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
@@ -323,7 +328,7 @@ final class RealtimeProcessor {
     /// Real-time safe.
     private func countSilentInput(frameCount: Int) {
         for channel in 0..<inputCount {
-            guard let input = inputBuffers[channel] else { continue }
+            guard let input = callInputs[channel] else { continue }
             for index in 0..<frameCount where input[index] != 0 {
                 silentInputFrames.store(0, ordering: .relaxed)
                 return
@@ -344,7 +349,7 @@ final class RealtimeProcessor {
             // Sound: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
             Unmanaged<EngineSlot>.fromOpaque(fading)._withUnsafeGuaranteedRef { old in
                 old.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: sampleRate)
-                old.engine.process(inputs: UnsafePointer(inputBuffers), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount)
+                old.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount)
             }
             let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
             let step = 1 / Float(max(fadeLength, 1))
@@ -394,7 +399,7 @@ final class RealtimeProcessor {
         for channel in 0..<outputCount {
             guard let output = outputBuffers[channel], let engineOutput = engineOutputs[channel] else { continue }
             // Dry signal: the input of the same index (none for outputs beyond the inputs).
-            let input = channel < inputCount ? inputBuffers[channel] : nil
+            let input = channel < inputCount ? callInputs[channel] : nil
             if steady {
                 if wetAmount == 1 && dryAmount == 0 {
                     if engineOutput != output { output.update(from: engineOutput, count: frameCount) }

@@ -20,7 +20,7 @@ final class ModuleLifecycleTests: XCTestCase {
 
     /// In the daemon: one good instance and one with a missing file (`nofail`). The bad one logs
     /// its error and the daemon runs; the good one's node appears, and `pw-cli destroy` of its
-    /// module removes the node while the daemon keeps answering.
+    /// module removes the node while the daemon keeps answering (0.3.65; 1.x refuses clients that).
     func testInsideTheDaemonLoadRefuseAndDestroy() throws {
         let daemon = try PrivatePipeWire(name: "in-daemon", extraModules: """
             { name = \(Self.moduleName) args = { node.name = conv-daemon filename = "builtin:dirac" } }
@@ -38,7 +38,15 @@ final class ModuleLifecycleTests: XCTestCase {
         let module = try XCTUnwrap(modules.first)
         let (status, output) = try daemon.run(["pw-cli", "destroy", "\(module)"])
         XCTAssertEqual(status, 0, output)
-        XCTAssertTrue(waitUntil(timeout: 10) { (try? daemon.nodeProperties("conv-daemon")) == nil }, "node gone with its module")
+        if PipeWireInstallation.isOneDotX {
+            // PipeWire 1.x gives clients no X permission on module globals (r--m): a client cannot
+            // unload a daemon's module, and the node stays (unloading is tested in a client process,
+            // testReloadTenTimesWhileAudioRuns).
+            usleep(500_000)
+            XCTAssertNotNil(try daemon.nodeProperties("conv-daemon"), "PipeWire 1.x refuses a client's destroy of a module")
+        } else {
+            XCTAssertTrue(waitUntil(timeout: 10) { (try? daemon.nodeProperties("conv-daemon")) == nil }, "node gone with its module")
+        }
         XCTAssertTrue(daemon.answers(), "daemon alive after unload; log:\n\(daemon.log(tail: 40))")
     }
 
