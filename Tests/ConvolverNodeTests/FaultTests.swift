@@ -5,7 +5,7 @@ import XCTest
 /// Faults the node must survive (issue 5, item 4): starved helpers, the daemon going away under
 /// the standalone client, a quantum switch storm, stalls of the whole machine, denormals after a
 /// loud burst.
-/// Storm length: `SWIFT_CONVOLVER_STORM_SECONDS` (default 15 s; 60 s in the soak).
+/// Storm length: `SWIFT_CONVOLVER_STORM_SECONDS` (default 10 s, 20 switches; 60 s in the soak).
 final class FaultTests: XCTestCase {
     private var daemon: PrivatePipeWire!
 
@@ -178,7 +178,7 @@ final class FaultTests: XCTestCase {
     /// 64 ↔ 1024 every 0.5 s while playing: the node's output equals numpy's convolution of its
     /// own input at every frame, and the recorder got that output.
     func testQuantumSwitchStormKeepsOutputContinuous() throws {
-        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_STORM_SECONDS"] ?? "") ?? 15
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_STORM_SECONDS"] ?? "") ?? 10
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds + 1), to: path("input.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-storm")

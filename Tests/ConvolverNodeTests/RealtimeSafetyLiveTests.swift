@@ -9,7 +9,7 @@ import XCTest
 /// A second test runs the node with its allocating fault (`test.fault = allocate-in-process`) and
 /// shows the counter sees it.
 ///
-/// Length: `SWIFT_CONVOLVER_RT_SECONDS` (default 20 s; the full proof is 60 s).
+/// Length: `SWIFT_CONVOLVER_RT_SECONDS` (default 12 s, about 16 changes; the full proof is 60 s).
 final class RealtimeSafetyLiveTests: XCTestCase {
     private var daemon: PrivatePipeWire!
     private let positions = ["FL", "FR"]
@@ -28,7 +28,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
     private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
 
     func testLiveRunWithPropsQuantumAndImpulseChangesAllocatesAndLocksNothing() throws {
-        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_RT_SECONDS"] ?? "") ?? 20
+        let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_RT_SECONDS"] ?? "") ?? 12
         let warmUp = 3.0
         // Long enough for several helper levels at every quantum.
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 96000), to: path("ir-a.wav"))
@@ -121,23 +121,8 @@ final class RealtimeCheckHost {
     let client: BackgroundProcess
     let outputPath: String
 
-    static let library: Result<String, TestFailure> = {
-        let directory = NSTemporaryDirectory() + "swconv-realtime-check-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let library = directory + "/librealtime_check.so"
-        let source = BuildProducts.packageRoot + "/Tests/RealtimeCheck/realtime_check.c"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", library, source, "-ldl"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return .failure(TestFailure("cannot run cc: \(error)")) }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return .failure(TestFailure("cc \(source) failed:\n\(output)")) }
-        return .success(library)
-    }()
+    static let library = TestTool.compile("Tests/RealtimeCheck/realtime_check.c", into: "librealtime_check.so",
+                                          flags: "-shared -fPIC -ldl")
 
     /// `launcher`: a command put before `pipewire` (e.g. `setpriv` to refuse real-time).
     init(daemon: PrivatePipeWire, name: String, arguments: String, extraEnvironment: [String: String] = [:],

@@ -44,16 +44,7 @@ final class SinkModeTests: XCTestCase {
     func testWirePlumberRoutesATargetedStreamThroughTheSinkToTheDefaultSink() throws {
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.3, seconds: 1.5, leadOut: 1.0), to: path("input.wav"))
-        // A sink for the convolved audio to go to: the headless daemon has no device.
-        let (created, createOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
-            "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
-        XCTAssertEqual(created, 0, createOutput)
-        try startWirePlumber()
-        // WirePlumber makes the only device-like sink the default.
-        try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
-            (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
-        }
+        try startWirePlumberWithTestSink()
 
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-wp")
         let client = try ModuleClient.start(daemon, name: "wp-sink", arguments: """
@@ -174,14 +165,7 @@ final class SinkModeTests: XCTestCase {
         try daemon.setQuantum(256)
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.3, seconds: 1.5, leadOut: 0.5), to: path("input.wav"))
-        let (created, createOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
-            "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
-        XCTAssertEqual(created, 0, createOutput)
-        try startWirePlumber()
-        try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
-            (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
-        }
+        try startWirePlumberWithTestSink()
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-smart")
         let client = try ModuleClient.start(daemon, name: "smart", arguments: """
             node.name = conv-smart mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))" \
@@ -226,6 +210,19 @@ final class SinkModeTests: XCTestCase {
         let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
                                            segments: [.init(wet: 1, dry: 0)], played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: 2, label: "smart filter")
+    }
+
+    /// A null sink `testsink` for the convolved audio to go to (the headless daemon has no
+    /// device), then WirePlumber, which makes it the default sink.
+    private func startWirePlumberWithTestSink() throws {
+        let (created, createOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
+            "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
+        XCTAssertEqual(created, 0, createOutput)
+        try startWirePlumber()
+        try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
+            (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
+        }
     }
 
     /// WirePlumber against the daemon: 0.5 (beside PipeWire 1.x) with its `policy` profile (the

@@ -107,24 +107,31 @@ struct PlayThrough {
     }
 }
 
-/// Tests/SyncRecorder/sync_record.c, compiled once per test run with the system C compiler
-/// against the PipeWire under test (pkg-config: the system's, or the prefix's of pipewire-1.4.sh).
+/// Tests/SyncRecorder/sync_record.c, compiled once per test run against the PipeWire under test
+/// (pkg-config: the system's, or the prefix's of pipewire-1.4.sh).
 enum SyncRecorder {
-    static let executable: Result<String, TestFailure> = {
-        let directory = NSTemporaryDirectory() + "swconv-sync-record-\(getpid())"
+    static let executable = TestTool.compile("Tests/SyncRecorder/sync_record.c", into: "sync_record",
+                                             flags: "$(pkg-config --cflags --libs libpipewire-0.3)")
+}
+
+/// The tests' C helpers, compiled with the system C compiler once per test run.
+enum TestTool {
+    /// `source` (relative to the package) built into a temporary directory as `product`;
+    /// `flags` go to a shell (so `$(pkg-config ...)` works).
+    static func compile(_ source: String, into product: String, flags: String) -> Result<String, TestFailure> {
+        let directory = NSTemporaryDirectory() + "swconv-test-tools-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let executable = directory + "/sync_record"
-        let source = BuildProducts.packageRoot + "/Tests/SyncRecorder/sync_record.c"
+        let output = directory + "/" + product, path = BuildProducts.packageRoot + "/" + source
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "cc -O2 -Wall -o '\(executable)' '\(source)' $(pkg-config --cflags --libs libpipewire-0.3)"]
+        process.arguments = ["-c", "cc -O2 -Wall -o '\(output)' '\(path)' \(flags)"]
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
         do { try process.run() } catch { return .failure(TestFailure("cannot run cc: \(error)")) }
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return .failure(TestFailure("cc \(source) failed:\n\(output)")) }
-        return .success(executable)
-    }()
+        guard process.terminationStatus == 0 else { return .failure(TestFailure("cc \(path) failed:\n\(log)")) }
+        return .success(output)
+    }
 }
