@@ -13,6 +13,9 @@ final class ProcessStatistics {
     /// Late cycles whose call took less than the cycle's period: it would have finished in time had
     /// it started with the cycle; it started too late (the nodes before it or the machine delayed it).
     let lateCyclesStartedLate = Atomic<Int>(0)
+    /// Late cycles the node's own work made late: its CPU time plus its waits for helper results
+    /// took more than the period (a call the machine stalled midway, preempted, is not one).
+    let lateCyclesOwn = Atomic<Int>(0)
     /// Cycles the graph's clock moved past between two calls of the node: a machine stall delayed
     /// the graph or the node. In stalls reproduced and traced here the node's input mostly stayed
     /// continuous (the player skipped the cycle too); now and then the player's block of a stalled
@@ -37,8 +40,9 @@ final class ProcessStatistics {
 
     deinit { busyNanosRing.deallocate() }
 
-    /// Real-time safe: atomic increments and one store into preallocated memory.
-    func record(busyNanos: UInt64, late: Bool, periodNanos: UInt64) {
+    /// Real-time safe: atomic increments and one store into preallocated memory. `ownNanos`: the
+    /// call's CPU time plus its waits for helper results.
+    func record(busyNanos: UInt64, late: Bool, periodNanos: UInt64, ownNanos: UInt64) {
         let count = busyWriteCount.load(ordering: .relaxed)
         busyNanosRing[count % Self.ringCapacity] = UInt32(clamping: busyNanos)
         busyWriteCount.store(count + 1, ordering: .releasing)
@@ -46,6 +50,7 @@ final class ProcessStatistics {
         if late {
             lateCycles.wrappingAdd(1, ordering: .relaxed)
             if busyNanos < periodNanos { lateCyclesStartedLate.wrappingAdd(1, ordering: .relaxed) }
+            if ownNanos > periodNanos { lateCyclesOwn.wrappingAdd(1, ordering: .relaxed) }
         }
     }
 

@@ -245,6 +245,7 @@ final class RealtimeProcessor {
     /// One cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount` frames
     /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
+        let startCPUNanos = threadCPUNanos()
         if testFault == .swapOutputs && outputCount >= 2 { (outputBuffers[0], outputBuffers[1]) = (outputBuffers[1], outputBuffers[0]) }
         for channel in 0..<inputCount {
             callInputs[channel] = inputBuffers[channel]
@@ -310,7 +311,7 @@ final class RealtimeProcessor {
 
         let endNanos = monotonicNanos()
         statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
-                          periodNanos: UInt64(periodNanos))
+                          periodNanos: UInt64(periodNanos), ownNanos: threadCPUNanos() &- startCPUNanos &+ helperWaitNanos())
     }
 
     /// `delay-one-sample`: shifts every output one frame later, carrying the last one to the next call.
@@ -322,6 +323,18 @@ final class RealtimeProcessor {
             output[0] = testDelayCarry[channel]
             testDelayCarry[channel] = last
         }
+    }
+
+    /// This call's waits for helper results, of the engine in use and the one fading out.
+    private func helperWaitNanos() -> UInt64 {
+        // SAFETY: both slots stay retained by this thread's fields until it hands them to
+        // `retiredEngine`, which it has not done for any it still holds. (No array of the two:
+        // that would allocate.)
+        func waits(_ engine: UnsafeMutableRawPointer?) -> UInt64 {
+            guard let engine else { return 0 }
+            return Unmanaged<EngineSlot>.fromOpaque(engine)._withUnsafeGuaranteedRef { $0.scheduler.cycleWaitNanos }
+        }
+        return waits(activeEngine) &+ waits(fadingEngine)
     }
 
     /// Adds this call to `silentInputFrames`, or starts it over when any input sample is not zero.

@@ -129,6 +129,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     // The current cycle; written and read by the data thread only.
     private var cycleStarted = false
     private var cycleStart: UInt64 = 0
+    /// Wall time the data thread spent in this cycle waiting for helper results (data thread only).
+    private(set) var cycleWaitNanos: UInt64 = 0
     private var waitLimit: UInt64 = .max
     private var nanosecondsPerSample = 1e9 / 48000
 
@@ -149,6 +151,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     public func beginCycle(startNanos: UInt64, waitLimitNanos: UInt64, sampleRate: Double) {
         cycleStarted = true
         cycleStart = startNanos
+        cycleWaitNanos = 0
         waitLimit = waitLimitNanos
         nanosecondsPerSample = 1e9 / sampleRate
     }
@@ -229,6 +232,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     public func awaitResult(level: Int, block: Int) -> Bool {
         guard level >= dataThreadLevelCount else { return true }  // never posted: the engine ran it
         guard let pool else { return false }
+        let waitStart = monotonicNanos()
+        defer { cycleWaitNanos &+= monotonicNanos() &- waitStart }
         return pool.awaitCompletion(queue: level - dataThreadLevelCount, sequence: block, until: cycleStarted ? waitLimit : .max)
     }
 
@@ -254,6 +259,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     public func awaitSplitPart(part: Int, sequence: Int) -> Bool {
         guard let splitPool else { return false }
         if configuration.splitTakeBack && splitPool.runUnclaimedJobOnCallingThread(queue: part - 1) { return true }
+        let waitStart = monotonicNanos()
+        defer { cycleWaitNanos &+= monotonicNanos() &- waitStart }
         return splitPool.awaitCompletion(queue: part - 1, sequence: sequence, until: cycleStarted ? waitLimit : .max)
     }
 

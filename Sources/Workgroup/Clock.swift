@@ -11,6 +11,17 @@ public func monotonicNanos() -> UInt64 {
     return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
 }
 
+/// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID), in nanoseconds: what a call
+/// spent working, without the time it was preempted or slept.
+///
+/// Real-time safe: one `clock_gettime` (a system call for this clock, no allocation, no lock).
+@inline(__always)
+public func threadCPUNanos() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+    return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+}
+
 /// The CLOCK_REALTIME `timespec` that corresponds to the monotonic time `monotonicDeadline`.
 /// glibc 2.36 (Debian 12) does not export `sem_clockwait` to Swift, and `sem_timedwait` only
 /// takes CLOCK_REALTIME, so the wait limit is carried over by the offset between the two clocks.

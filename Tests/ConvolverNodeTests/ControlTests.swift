@@ -112,7 +112,7 @@ final class ControlTests: XCTestCase {
             first = (try? statistics()) ?? [:]
             return (number(first["convolver.calls"]) ?? 0) > 0
         }, "statistics: \(first)")
-        for key in ["convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.missed-cycles",
+        for key in ["convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.late-cycles-own", "convolver.missed-cycles",
                     "convolver.late-levels", "convolver.helper-margin-p99-us", "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate",
                     "convolver.split-parts", "convolver.late-splits"] {
             XCTAssertNotNil(first[key], "\(key) missing in \(first)")

@@ -85,7 +85,7 @@ final class HotSwapTests: XCTestCase {
 
     /// Plays the sine through the node, swaps direct ↔ inverted `swapCount` times 0.4 s apart,
     /// returns (steady max step, max step over the swaps, crossfades counted, the node's own late
-    /// cycles added (late, though the call started in time), dropouts), all from the node's own
+    /// cycles added (`convolver.late-cycles-own`: its CPU time and waits passed the period), dropouts), all from the node's own
     /// record; the recording is held to the record (`GraphJudge`).
     private func swapDuringPlayback(crossfade: String, tag: String, swapCount: Int = 4)
         throws -> (steady: Float, swapping: Float, crossfades: Int, lateCycles: Int, dropouts: Int) {
@@ -96,9 +96,7 @@ final class HotSwapTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
         let id = try XCTUnwrap(try daemon.nodeProperties(node)).id
-        func ownLateCycles() -> Int {
-            (Int(property(node, "convolver.late-cycles") ?? "") ?? -1) - (Int(property(node, "convolver.late-cycles-started-late") ?? "") ?? 0)
-        }
+        func ownLateCycles() -> Int { Int(property(node, "convolver.late-cycles-own") ?? "") ?? -1 }
         let lateBefore = ownLateCycles()
         let crossfadesBefore = Int(property(node, "convolver.crossfades") ?? "") ?? -1
 

@@ -26,15 +26,17 @@ final class ProcessStatisticsTests: XCTestCase {
         XCTAssertEqual(statistics.missedCycles.load(ordering: .relaxed), 1 + 2)
     }
 
-    func testLateCyclesThatStartedLateAreThoseWhoseCallFitTheirPeriod() {
+    func testLateCyclesStartedLateAndOwn() {
         let statistics = ProcessStatistics()
         let period: UInt64 = 5_333_333  // 256 frames at 48 kHz
-        statistics.record(busyNanos: 40_000, late: false, periodNanos: period)
-        statistics.record(busyNanos: 40_000, late: true, periodNanos: period)     // woken too late
-        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period)  // its own work too long
-        statistics.record(busyNanos: 6_000_000, late: false, periodNanos: period)
-        XCTAssertEqual(statistics.calls.load(ordering: .relaxed), 4)
-        XCTAssertEqual(statistics.lateCycles.load(ordering: .relaxed), 2)
+        statistics.record(busyNanos: 40_000, late: false, periodNanos: period, ownNanos: 30_000)
+        statistics.record(busyNanos: 40_000, late: true, periodNanos: period, ownNanos: 30_000)         // woken too late
+        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 5_900_000)   // its own work too long
+        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 50_000)      // stalled midway
+        statistics.record(busyNanos: 6_000_000, late: false, periodNanos: period, ownNanos: 5_900_000)
+        XCTAssertEqual(statistics.calls.load(ordering: .relaxed), 5)
+        XCTAssertEqual(statistics.lateCycles.load(ordering: .relaxed), 3)
         XCTAssertEqual(statistics.lateCyclesStartedLate.load(ordering: .relaxed), 1)
+        XCTAssertEqual(statistics.lateCyclesOwn.load(ordering: .relaxed), 1, "only the call whose own CPU time and waits passed the period")
     }
 }
