@@ -175,14 +175,19 @@ enum GraphJudge {
         }.joined(separator: "; ") + "; output-input offsets \(result.offsets ?? [:])")
         for (name, channel) in zip(names, channels) {
             let source = channel.matchesChannel.map { " (it is the node's record channel \($0))" } ?? ""
-            // The recorded input only places the output in its cycle: where the player's two
-            // consumers got different samples (PipeWire 1.x, an asynchronous player at a quantum
-            // change) that is the graph's doing, so up to 1% is allowed there; none in the output.
-            let limit = name.hasPrefix("input") ? max(allowedUnmatched, channel.loudFrames / 100) : allowedUnmatched
-            XCTAssertLessThanOrEqual(channel.unmatchedFrames, limit,
+            XCTAssertGreaterThan(channel.loudFrames, 0, "\(label) \(name): nothing recorded", file: file, line: line)
+            if name.hasPrefix("input") {
+                // The recorded input only places the output in its cycle. Where the player's two
+                // consumers got different samples (PipeWire 1.x: an asynchronous pw-play during a
+                // quantum storm, the node's own record exact) that is the graph's doing: counted,
+                // and half of the input must still be found to place the output.
+                XCTAssertGreaterThanOrEqual(Double(channel.matchedFrames), 0.5 * Double(channel.loudFrames),
+                                            "\(label) \(name): located", file: file, line: line)
+                continue
+            }
+            XCTAssertLessThanOrEqual(channel.unmatchedFrames, allowedUnmatched,
                                      "\(label) \(name): recorded samples that are not the node's\(source), first at \(channel.firstUnmatched ?? -1)",
                                      file: file, line: line)
-            XCTAssertGreaterThan(channel.loudFrames, 0, "\(label) \(name): nothing recorded", file: file, line: line)
             XCTAssertGreaterThanOrEqual(Double(channel.matchedFrames), 0.9 * Double(channel.loudFrames),
                                         "\(label) \(name): located", file: file, line: line)
         }

@@ -66,7 +66,7 @@ class Locator:
         return found
 
 
-def locate(recorded, reference, preferred_offsets=None):
+def locate(recorded, reference, preferred_offsets=None, unmatched_limit=UNMATCHED_LIMIT):
     """Record frame of every recorded frame (-1: silent or unmatched), unmatched frames, jumps."""
     locator = Locator(reference)
     located = np.full(len(recorded), -1, dtype=np.int64)
@@ -74,10 +74,11 @@ def locate(recorded, reference, preferred_offsets=None):
     unmatched, jumps = [], []
     offset = None
     index = 0
+    window = 256  # grows while a run goes on, so a run of unmatched frames costs little each
     while index < len(loud_frames):
         if offset is not None:
             # Extend the run at `offset` as far as the record agrees.
-            frames = loud_frames[index:index + 65536]
+            frames = loud_frames[index:index + window]
             places = frames + offset
             inside = (places >= 0) & (places < len(reference))
             agree = np.zeros(len(frames), dtype=bool)
@@ -87,7 +88,9 @@ def locate(recorded, reference, preferred_offsets=None):
             located[frames[:length]] = frames[:length] + offset
             index += length
             if length == len(frames) or index >= len(loud_frames):
+                window = min(2 * window, 65536)
                 continue
+            window = 256
         frame = loud_frames[index]
         preferred = offset
         if preferred_offsets is not None and preferred_offsets[frame] >= 0:
@@ -100,7 +103,7 @@ def locate(recorded, reference, preferred_offsets=None):
             continue
         unmatched.append(int(frame))
         index += 1
-        if len(unmatched) >= UNMATCHED_LIMIT:
+        if unmatched_limit is not None and len(unmatched) >= unmatched_limit:
             break
     return located, loud_frames, unmatched, jumps
 
@@ -122,14 +125,17 @@ def main():
     channels = []
     input_places = np.full(len(recording), -1, dtype=np.int64)
     for channel, source in enumerate(mapping):
+        # Inputs are searched to the end (they only place the outputs in their cycles); an output
+        # search stops at UNMATCHED_LIMIT (a swapped channel is settled by then).
         located, loud, unmatched, jumps = locate(recording[:, channel], record[:, source],
-                                                 input_places if source >= inputs else None)
+                                                 input_places if source >= inputs else None,
+                                                 UNMATCHED_LIMIT if source >= inputs else None)
         if source < inputs:
             input_places = np.where(input_places >= 0, input_places, located)
         entry = {"loudFrames": int(len(loud)), "matchedFrames": int(np.count_nonzero(located >= 0)),
                  "unmatchedFrames": len(unmatched), "firstUnmatched": unmatched[0] if unmatched else None,
                  "jumps": jumps[:20], "jumpCount": len(jumps), "matchesChannel": None}
-        if len(unmatched) * 2 > max(1, len(loud)) or len(unmatched) >= UNMATCHED_LIMIT:
+        if len(unmatched) * 2 > max(1, len(loud)) or (source >= inputs and len(unmatched) >= UNMATCHED_LIMIT):
             # Where does this channel's sound come from, then? (a swap, a wrong port)
             for other in range(inputs + outputs):
                 if other != source and Locator(record[:, other]).offsets(recording[:, channel], loud[len(loud) // 2:], None):
