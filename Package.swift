@@ -48,7 +48,8 @@ let package = Package(
 
         // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
-        .target(name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport"),
+        .target(name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport",
+                exclude: ["resample_reference.py"]),
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],

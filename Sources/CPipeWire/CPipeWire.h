@@ -5,6 +5,7 @@
 #include <pipewire/thread.h>
 #include <pipewire/extensions/profiler.h>
 #include <spa/param/audio/format-utils.h>
+#include <spa/param/latency-utils.h>
 #include <spa/param/props.h>
 #include <spa/param/profiler.h>
 #include <spa/pod/builder.h>

@@ -39,6 +39,8 @@ public final class ConvolverFilterNode {
     private var quantumBuildPending = false
     private var unplannableQuantum = 0
     private var lastPublished: [String: String] = [:]
+    /// The process latency last reported to the graph (nil: not yet).
+    private var publishedLatencyFrames: Int?
     /// Scratch memory for building param pods (main loop only).
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
 
@@ -162,6 +164,7 @@ public final class ConvolverFilterNode {
             guard result >= 0 else { throw .pipeWire(call: "pw_filter_connect", errno: -result) }
         }
         publishProps()
+        publishLatency()
         publishStatistics()
     }
 
@@ -216,6 +219,7 @@ public final class ConvolverFilterNode {
             lateSplitsOfReplacedEngines += statistics.split?.lateSplits ?? 0
         }
         newestSlot = slot
+        publishLatency()
         if let unused = realtime.offer(slot, inSilence: inSilence) {
             Self.free(unused)   // the data thread never took it
         }
@@ -304,6 +308,16 @@ public final class ConvolverFilterNode {
         }
     }
 
+    /// Reports the newest engine's latency as the node's ProcessLatency, which PipeWire adds to
+    /// the latency of the output ports. Filter mode: in sink mode the streams' adapters own it.
+    private func publishLatency() {
+        guard let filter, let frames = newestSlot?.latencyFrames, frames != publishedLatencyFrames,
+              let pod = ProcessLatencyParam.build(frames: frames, into: podBuffer) else { return }
+        publishedLatencyFrames = frames
+        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
+        _ = pw_filter_update_params(filter, nil, &params, 1)
+    }
+
     fileprivate func propsChanged(_ pod: UnsafePointer<spa_pod>) {
         let change = PropsParam.parse(pod)
         if !change.rejected.isEmpty {
@@ -354,6 +368,7 @@ public final class ConvolverFilterNode {
             "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
             "convolver.plan": newestSlot?.planDescription ?? "",
             "convolver.plan-quantum": "\(newestSlot?.plannedBlockSize ?? 0)",
+            "convolver.latency-frames": "\(newestSlot?.latencyFrames ?? 0)",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",

@@ -18,9 +18,12 @@ final class EngineSlot {
     let plannedBlockSize: Int
     /// The longest IR: after this many frames of silent input the engine's state is all zeros.
     let impulseFrames: Int
+    /// The delay the IRs carry that the user did not ask for (resampler ringing kept with
+    /// `resample.pre-ringing = keep`): the node's process latency, reported to the graph.
+    let latencyFrames: Int
 
     init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
-         plannedBlockSize: Int, impulseFrames: Int) {
+         plannedBlockSize: Int, impulseFrames: Int, latencyFrames: Int) {
         self.engine = engine
         self.scheduler = scheduler
         self.sampleRate = sampleRate
@@ -28,6 +31,7 @@ final class EngineSlot {
         self.planDescription = planDescription
         self.plannedBlockSize = plannedBlockSize
         self.impulseFrames = impulseFrames
+        self.latencyFrames = latencyFrames
     }
 
     /// Stops the engine's scheduler; call off the real-time thread before the last release.
@@ -40,7 +44,7 @@ enum EngineFactory {
     /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
     static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
                          context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
-        let matrix = try makeMatrix(configuration, sampleRate: sampleRate)
+        let (matrix, latencyFrames) = try makeMatrix(configuration, sampleRate: sampleRate)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
@@ -61,29 +65,40 @@ enum EngineFactory {
             throw .engine("\(error)")
         }
         return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
-                          plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength)
+                          plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames)
     }
 
-    static func makeMatrix(_ configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
+    /// The matrix of `configuration`'s IRs at `sampleRate`, and the latency they carry: with the
+    /// resampler's ringing kept, every entry is delayed to the latest one's, so the outputs stay
+    /// aligned and the graph can compensate one latency.
+    static func makeMatrix(_ configuration: NodeConfiguration,
+                           sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int) {
         let channelCount = configuration.channelCount
         if configuration.impulses.isEmpty, let filename = configuration.filename {
             let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
                                                  delay: .samples(configuration.delay),
-                                                 resampleQuality: configuration.resampleQuality)
+                                                 resampleQuality: configuration.resampleQuality,
+                                                 preRinging: configuration.resamplePreRinging)
             let impulseResponse = try load(filename, key: "filename", sampleRate: sampleRate, options: options)
             do {
-                return try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+                return (try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount),
+                        impulseResponse.addedDelayFrames)
             } catch {
                 throw .impulseResponse(key: "filename", message: "\(error)", errno: EINVAL)
             }
         }
-        var entries: [ConvolutionMatrix.Entry] = []
+        var loaded: [(impulse: NodeConfiguration.Impulse, response: ImpulseResponse)] = []
         for (index, impulse) in configuration.impulses.enumerated() {
             let options = ImpulseResponseOptions(channel: impulse.channel, offset: .samples(impulse.offset),
                                                  length: .samples(impulse.length), delay: .samples(impulse.delay),
-                                                 gain: Float(impulse.gain), resampleQuality: configuration.resampleQuality)
-            let impulseResponse = try load(impulse.filename, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
-            entries.append(.init(input: impulse.input, output: impulse.output, impulse: impulseResponse.channels[0]))
+                                                 gain: Float(impulse.gain), resampleQuality: configuration.resampleQuality,
+                                                 preRinging: configuration.resamplePreRinging)
+            loaded.append((impulse, try load(impulse.filename, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)))
+        }
+        let latencyFrames = loaded.map(\.response.addedDelayFrames).max() ?? 0
+        let entries = loaded.map { impulse, response in
+            let alignment = [Float](repeating: 0, count: latencyFrames - response.addedDelayFrames)
+            return ConvolutionMatrix.Entry(input: impulse.input, output: impulse.output, impulse: alignment + response.channels[0])
         }
         let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: configuration.outputCount, entries: entries)
         do {
@@ -91,7 +106,7 @@ enum EngineFactory {
         } catch {
             throw .impulseResponse(key: "impulses", message: "\(error)", errno: EINVAL)
         }
-        return matrix
+        return (matrix, latencyFrames)
     }
 
     /// `ImpulseResponse.load`, its error turned into one naming the module key.

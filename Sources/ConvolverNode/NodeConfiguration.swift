@@ -1,3 +1,4 @@
+import Convolution
 import Workgroup
 
 /// Everything that configures one convolver node: the module's arguments and `pw-convolver run`'s
@@ -42,6 +43,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var length = 0
     /// Quality of the IR resampler when the file's rate differs from the graph's.
     public var resampleQuality = 4
+    /// The resampling filter's ringing before time 0: cut (zero added latency) or kept, and then
+    /// reported to the graph as the node's latency.
+    public var resamplePreRinging: PreRinging = .cut
     /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
     public var impulses: [Impulse] = []
     /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.
@@ -126,6 +130,12 @@ public struct NodeConfiguration: Sendable, Equatable {
             case "offset": configuration.offset = try integer(value, key, 0...sampleCountLimit)
             case "length": configuration.length = try integer(value, key, 0...sampleCountLimit)
             case "resample.quality": configuration.resampleQuality = try integer(value, key, 0...14)
+            case "resample.pre-ringing":
+                let name = try text(value, key)
+                guard let preRinging = PreRinging(rawValue: name) else {
+                    throw NodeConfigurationError(key: key, message: "'\(name)' is not cut or keep")
+                }
+                configuration.resamplePreRinging = preRinging
             case "impulses": configuration.impulses = try impulses(value, key, &warnings)
             case "workgroup":
                 for (subkey, subvalue) in try object(value, key) {

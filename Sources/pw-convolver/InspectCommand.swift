@@ -8,7 +8,8 @@ enum InspectCommand: Command {
     static let name = "inspect"
     static let summary = "analyse an IR: level, decay times, pre-delay, partition plan, SVG plots"
     static let usage = """
-    Usage: pw-convolver inspect --ir FILE|builtin:NAME [--rate R] [--quantum Q] [--channels N] [--svg OUT.svg]
+    Usage: pw-convolver inspect --ir FILE|builtin:NAME [--rate R] [--pre-ringing cut|keep] [--quantum Q]
+                                [--channels N] [--svg OUT.svg]
 
     Prints the IR's channels, rate, length and peak; per channel its peak, pre-delay and decay times;
     and the partition plan the node would choose for it at quantum Q, with the planner's estimate of
@@ -16,6 +17,9 @@ enum InspectCommand: Command {
       --ir FILE|builtin:NAME  the impulse response (any format libsndfile reads; builtin: dirac, hall)
       --rate R                analyse at R Hz, resampling the IR (libsoxr) as the node would at a
                               graph rate of R (default: the file's own rate; 48000 for builtins)
+      --pre-ringing cut|keep  the resampling filter's ringing before time 0, as the node's
+                              `resample.pre-ringing`: cut (default, no added latency) or kept
+                              (reported as the node's latency); either way its level is shown
       --quantum Q             the quantum (frames per cycle) to plan for, 16...8192 (default 256)
       --channels N            audio channels the node would run, 1...64 (default: the IR's channel
                               count, 2 for a 4-channel true-stereo IR); the IR must fit them as in
@@ -32,7 +36,7 @@ enum InspectCommand: Command {
     """
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: [], valued: ["--ir", "--rate", "--quantum", "--channels", "--svg"])
+        var options = try OptionParser(arguments, flags: [], valued: ["--ir", "--rate", "--pre-ringing", "--quantum", "--channels", "--svg"])
         try options.finish()
         guard let irSpec = options.string("--ir") else { throw UsageError("--ir is required") }
         let quantum = try options.integer("--quantum", in: 16...8192) ?? 256
@@ -46,7 +50,12 @@ enum InspectCommand: Command {
             rate = try AudioFile.info(path: irSpec).sampleRate
         }
 
-        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate)
+        var preRinging = PreRinging.cut
+        if let name = options.string("--pre-ringing") {
+            guard let chosen = PreRinging(rawValue: name) else { throw UsageError("--pre-ringing must be cut or keep, not '\(name)'") }
+            preRinging = chosen
+        }
+        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate, options: .init(preRinging: preRinging))
         let analysis = DecayAnalysis(impulseResponse)
         let channelCount = requestedChannels ?? (impulseResponse.channelCount == 4 ? 2 : impulseResponse.channelCount)
         let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
@@ -94,8 +103,14 @@ enum InspectCommand: Command {
             String(format: "Length:    %d samples (%.3f s)", impulseResponse.frameCount, Double(impulseResponse.frameCount) / rate),
             String(format: "Peak:      %.2f dBFS", analysis.peakDBFS),
         ]
-        if impulseResponse.addedDelayFrames > 0 {
-            lines.append("Resampling delay: \(impulseResponse.addedDelayFrames) frames (in the pre-delay below)")
+        if let ringingDB = impulseResponse.preRingingPeakDB {
+            let level = ringingDB.isFinite ? String(format: "peak %.1f dB below the IR's", -ringingDB) : "none"
+            if impulseResponse.addedDelayFrames > 0 {
+                lines.append("Resampling: the filter's ringing before time 0 kept (\(level)): latency "
+                             + "\(impulseResponse.addedDelayFrames) frames, in the pre-delay below")
+            } else {
+                lines.append("Resampling: the filter's ringing before time 0 cut (\(level)): no added latency")
+            }
         }
         lines.append("")
         lines.append("channel  peak dBFS  pre-delay ms    EDT s    T20 s    T30 s   RT60 s")

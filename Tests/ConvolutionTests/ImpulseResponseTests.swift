@@ -188,7 +188,8 @@ final class ImpulseResponseResamplingTests: XCTestCase {
         samples[impulseFrame] = 1
         let path = directory.path("dirac44k.wav")
         try AudioFile.write(path: path, sampleRate: sourceRate, channels: [samples])
-        let ir = try ImpulseResponse.load(path, sampleRate: targetRate, options: .init(resampleQuality: quality))
+        // The ringing before an impulse at frame 0 is kept (late) so that the level can be measured.
+        let ir = try ImpulseResponse.load(path, sampleRate: targetRate, options: .init(resampleQuality: quality, preRinging: .keep))
         XCTAssertEqual(ir.sampleRate, targetRate)
         XCTAssertEqual(ir.channelCount, 1)
         // ceil(1000 · 48/44.1), then trimmed; plus the ringing kept in front of an early impulse.
@@ -233,7 +234,8 @@ final class ImpulseResponseResamplingTests: XCTestCase {
 
     func testSineThroughResampledDiracKeepsFrequencyLevelAndTiming() throws {
         // Frame 200: 217.69 frames at 48 kHz. Frame 0: the filter's ringing before the impulse is
-        // kept, so the IR comes `addedDelayFrames` late but whole (cut, it would lose 1.15 dB).
+        // kept (`.keep`), so the IR comes `addedDelayFrames` late but whole (cut, a full-band
+        // impulse at frame 0 loses 1.15 dB).
         for impulseFrame in [200, 0] {
             for frequency in [1000.0, 10_000.0] {
                 for quality in [4, 14] {  // HQ (the default), VHQ
@@ -280,15 +282,16 @@ final class ImpulseResponseResamplingTests: XCTestCase {
 
 /// Loaded IRs through the real engine, against direct convolution.
 final class ImpulseResponseEngineTests: XCTestCase {
-    /// An impulse at frame 0 of a 44.1 kHz file, loaded at 48 kHz and run through the engine in
-    /// 128-frame calls: a 1 kHz sine comes out at its level (within 0.1 dB), `addedDelayFrames` late.
+    /// An impulse at frame 0 of a 44.1 kHz file, loaded at 48 kHz with its ringing kept and run
+    /// through the engine in 128-frame calls: a 1 kHz sine comes out at its level (within 0.1 dB),
+    /// `addedDelayFrames` late.
     func testResampledDiracThroughTheEngineKeepsTheLevel() throws {
         let directory = try IRTestDirectory()
         var samples = [Float](repeating: 0, count: 1000)
         samples[0] = 1
         let path = directory.path("dirac44k.wav")
         try AudioFile.write(path: path, sampleRate: 44_100, channels: [samples])
-        let ir = try ImpulseResponse.load(path, sampleRate: 48_000)
+        let ir = try ImpulseResponse.load(path, sampleRate: 48_000, options: .init(preRinging: .keep))
         let engine = try ConvolutionEngine(matrix: ConvolutionMatrix(inputCount: 1, outputCount: 1,
                                                                      entries: [.init(input: 0, output: 0, impulse: ir.channels[0])]))
         defer { engine.stop() }

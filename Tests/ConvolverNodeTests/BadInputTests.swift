@@ -101,6 +101,8 @@ final class BadInputTests: XCTestCase {
             Row(name: "absurd crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = 3600"), expect: .error(["crossfade", "3600"]), live: .none),
             Row(name: "unknown crossfade shape", input: .arguments("filename = \"builtin:dirac\" crossfade.shape = cubic"),
                 expect: .error(["crossfade.shape", "cubic"]), live: .none),
+            Row(name: "unknown pre-ringing choice", input: .arguments("filename = \"builtin:dirac\" resample.pre-ringing = trim"),
+                expect: .error(["resample.pre-ringing", "trim", "cut or keep"]), live: .none),
             Row(name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
             Row(name: "malformed SPA-JSON", input: .arguments("filename = \"unterminated"), expect: .error(["args"]), live: .moduleLoad),

@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -158,5 +159,72 @@ final class ModuleAudioTests: XCTestCase {
         print("plan \(properties["convolver.plan"] ?? "") for quantum \(properties["convolver.plan-quantum"] ?? "")")
         XCTAssertEqual("\(properties["convolver.plan-quantum"] ?? "")", "480", "re-planned for 480 in the lead-in")
         try assertMatches(impulse: path("ir.wav"), client: client)
+    }
+
+    // MARK: - IR files at another rate than the graph's
+
+    /// A 44.1 kHz cabinet IR (energy from its first frames, as cabinet IRs have) on the 48 kHz
+    /// graph. The node convolves with it resampled at its own time: its record is the exact
+    /// convolution with the IR the loader makes, whose peak is on the frame where scipy's
+    /// resample_poly puts it; the recording is that output in its input's cycle; and the node
+    /// reports no latency to the graph.
+    func testIRFileAtAnotherRateAddsNoLatency() throws {
+        let cabinet = try ResampleReference.writeCabinet(rate: 44_100, directory: daemon.runtimeDirectory)
+        let resampled = try ImpulseResponse.load(cabinet.wav, sampleRate: 48_000)
+        let verdict = try ResampleReference.judge(resampled.channels[0], targetRate: 48_000, of: cabinet,
+                                                  directory: daemon.runtimeDirectory)
+        print("44.1 kHz cabinet at 48 kHz: \(verdict)")
+        XCTAssertEqual(verdict.oursPeakFrame, verdict.referencePeakFrame, "\(verdict)")
+        XCTAssertLessThanOrEqual(verdict.errorAfterHeadDB, -60, "\(verdict)")
+        try assertLatency(ofNodeWith: "filename = \"\(cabinet.wav)\"", name: "conv-cabinet", impulse: resampled, expected: 0)
+    }
+
+    /// `resample.pre-ringing = keep`: the node convolves with the whole band-limited response,
+    /// the resampler's ringing before time 0 kept and the IR that much later, and reports that
+    /// delay as its ProcessLatency, which PipeWire adds to the playback latency its input ports
+    /// report upstream (what a player compensates for lip sync).
+    func testKeptPreRingingIsReportedAsTheNodesLatency() throws {
+        let cabinet = try ResampleReference.writeCabinet(rate: 44_100, directory: daemon.runtimeDirectory)
+        let kept = try ImpulseResponse.load(cabinet.wav, sampleRate: 48_000, options: .init(preRinging: .keep))
+        XCTAssertGreaterThan(kept.addedDelayFrames, 0)
+        try assertLatency(ofNodeWith: "filename = \"\(cabinet.wav)\" resample.pre-ringing = keep", name: "conv-kept",
+                          impulse: kept, expected: kept.addedDelayFrames)
+    }
+
+    /// Plays through the node into a recorder that reports 500 frames of playback latency, as a
+    /// device would; the node's ProcessLatency and `convolver.latency-frames` are `expected`, its
+    /// input ports report 500 + `expected`, its output ports 500, and its record is exact with `impulse`.
+    private func assertLatency(ofNodeWith arguments: String, name: String, impulse: ImpulseResponse, expected: Int,
+                               file: StaticString = #filePath, line: UInt = #line) throws {
+        try TestSignals.write([impulse.channels[0]], to: path("ir48.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: 2), to: path("input.wav"))
+        let client = try startNode(name, arguments: arguments)
+        defer { client.stop() }
+        XCTAssertEqual(try processLatency(ofNode: name), expected, "ProcessLatency", file: file, line: line)
+        var playback = PlayThrough(daemon: daemon, nodeName: name)
+        playback.recorderLatency = 500
+        var portLatency: [String: Int?] = [:]
+        try playback.run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2, tailSeconds: 0.3, tag: name) {
+            usleep(500_000)
+            for port in ["input_FL", "output_FL"] { portLatency[port] = try playbackLatency(ofNode: name, port: port) }
+        }
+        print("\(name): playback latency of its ports \(portLatency) (frames), ProcessLatency \(expected)")
+        XCTAssertEqual(portLatency["input_FL"], 500 + expected, "input port", file: file, line: line)
+        XCTAssertEqual(portLatency["output_FL"], 500, "output port", file: file, line: line)
+        let properties = try XCTUnwrap(try daemon.nodeProperties(name)).properties
+        XCTAssertEqual("\(properties["convolver.latency-frames"] ?? "")", "\(expected)", file: file, line: line)
+        try assertMatches(impulse: path("ir48.wav"), client: client, file: file, line: line)
+    }
+
+    /// The node's ProcessLatency in frames (pw-dump), nil without one.
+    private func processLatency(ofNode node: String) throws -> Int? {
+        try daemon.params(ofNode: node, "ProcessLatency").first?["rate"] as? Int
+    }
+
+    /// The playback latency (frames) a port reports: its Latency param of direction Input (the
+    /// way to the sinks), `maxRate`.
+    private func playbackLatency(ofNode node: String, port: String) throws -> Int? {
+        let params = try daemon.params(ofNode: node, port: port, "Latency")
+        return params.first { $0["direction"] as? String == "Input" }?["maxRate"] as? Int
     }
 }

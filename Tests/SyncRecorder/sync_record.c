@@ -7,7 +7,9 @@
 // output one cycle behind the player beside it. This filter runs in the cycle (RT_PROCESS), on
 // PipeWire 0.3.65 and 1.x alike, so a zero-latency node's output lines up with its input.
 //
-// Usage: sync_record NODE_NAME POS[,POS...] FILE [SECONDS]   (SECONDS: capacity, default 120)
+// Usage: sync_record NODE_NAME POS[,POS...] FILE [SECONDS [LATENCY]]
+//   SECONDS: capacity (default 120). LATENCY: frames of playback latency its input ports report,
+//   as an audio device's do, so that the graph propagates latency upstream (default 0: none).
 // Built by the tests with the system C compiler against the PipeWire under test (pkg-config).
 #include <errno.h>
 #include <signal.h>
@@ -17,6 +19,7 @@
 
 #include <pipewire/filter.h>
 #include <pipewire/pipewire.h>
+#include <spa/param/latency-utils.h>
 
 #define MAX_CHANNELS 64
 
@@ -61,7 +64,7 @@ static void on_signal(void *data, int signal_number)
 int main(int argc, char *argv[])
 {
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s NODE_NAME POS[,POS...] FILE [SECONDS]\n", argv[0]);
+		fprintf(stderr, "usage: %s NODE_NAME POS[,POS...] FILE [SECONDS [LATENCY]]\n", argv[0]);
 		return 2;
 	}
 	struct recorder recorder = { 0 };
@@ -70,6 +73,7 @@ int main(int argc, char *argv[])
 	for (char *name = strtok(positions, ","); name && recorder.channels < MAX_CHANNELS; name = strtok(NULL, ","))
 		names[recorder.channels++] = name;
 	double seconds = argc > 4 ? atof(argv[4]) : 120;
+	int latency = argc > 5 ? atoi(argv[5]) : 0;
 	recorder.capacity = (size_t) (seconds * 48000);
 	recorder.frames = calloc(recorder.capacity * recorder.channels, sizeof(float));
 	if (recorder.channels == 0 || recorder.frames == NULL) {
@@ -93,6 +97,14 @@ int main(int argc, char *argv[])
 			pw_properties_new(PW_KEY_FORMAT_DSP, "32 bit float mono audio", PW_KEY_PORT_NAME, port_name,
 					  PW_KEY_AUDIO_CHANNEL, names[channel], NULL),
 			NULL, 0);
+		if (latency > 0) {
+			uint8_t buffer[256];
+			struct spa_pod_builder builder = SPA_POD_BUILDER_INIT(buffer, sizeof(buffer));
+			struct spa_latency_info info = SPA_LATENCY_INFO(SPA_DIRECTION_INPUT,
+				.min_rate = (uint32_t) latency, .max_rate = (uint32_t) latency);
+			const struct spa_pod *params[1] = { spa_latency_build(&builder, SPA_PARAM_Latency, &info) };
+			pw_filter_update_params(recorder.filter, recorder.ports[channel], params, 1);
+		}
 	}
 	if (pw_filter_connect(recorder.filter, PW_FILTER_FLAG_RT_PROCESS, NULL, 0) < 0) {
 		fprintf(stderr, "sync_record: pw_filter_connect failed\n");

@@ -6,18 +6,22 @@ public struct ImpulseResponse: Sendable, Equatable {
     public var channels: [[Float]]
 
     /// Frames the loader put before the source's time 0, besides the `delay` option: the
-    /// resampling filter's ringing before an IR that starts (almost) at frame 0, which a causal
-    /// filter can only keep late. 0 when not resampled or when the IR has silence in front.
+    /// resampling filter's ringing before an IR that starts (almost) at frame 0, kept with
+    /// `preRinging = .keep` (a causal filter can only keep it late). 0 by default, when not
+    /// resampled, or when the IR has silence in front.
     public var addedDelayFrames: Int
+    /// The loudest of that ringing (kept or cut), in dB below the IR's peak; nil when not resampled.
+    public var preRingingPeakDB: Float?
 
     public var channelCount: Int { channels.count }
     public var frameCount: Int { channels.first?.count ?? 0 }
 
     /// Shorter channels are padded with zeros to the longest one.
-    public init(sampleRate: Double, channels: [[Float]], addedDelayFrames: Int = 0) {
+    public init(sampleRate: Double, channels: [[Float]], addedDelayFrames: Int = 0, preRingingPeakDB: Float? = nil) {
         let frameCount = channels.map(\.count).max() ?? 0
         self.sampleRate = sampleRate
         self.addedDelayFrames = addedDelayFrames
+        self.preRingingPeakDB = preRingingPeakDB
         self.channels = channels.map { $0.count == frameCount ? $0 : $0 + [Float](repeating: 0, count: frameCount - $0.count) }
     }
 
@@ -31,8 +35,7 @@ public struct ImpulseResponse: Sendable, Equatable {
     /// PipeWire filter-chain's convolver:
     /// 1. read, 2. pick `channel`, 3. cut `offset` and `length` (source rate),
     /// 4. resample to `targetRate` (libsoxr, `resampleQuality`; keeps the filter's gain and the
-    ///    timing, except that an IR starting at frame 0 is delayed by the resampler's ringing
-    ///    before it, see `addedDelayFrames`),
+    ///    timing; the ringing before time 0 is cut, or kept late with `preRinging = .keep`),
     /// 5. trim trailing samples below `trimThresholdDB`, 6. prepend `delay` (target rate),
     /// 7. `normalize`, then `gain`, 8. check against `maxSeconds`.
     /// A selection longer than 4 × `maxSeconds` is refused before its samples are read, even if
@@ -81,11 +84,14 @@ public struct ImpulseResponse: Sendable, Equatable {
 
         var channels = source.channels
         var addedDelayFrames = 0
+        var preRingingPeakDB: Float?
         if source.sampleRate != targetRate {
             do {
-                (channels, addedDelayFrames) = try Resampler.resample(
+                let resampled = try Resampler.resample(
                     channels, from: source.sampleRate, to: targetRate, recipe: options.soxrRecipe.recipe,
-                    leadingThresholdDB: options.trimThresholdDB ?? -120)
+                    preRinging: options.preRinging, leadingThresholdDB: options.trimThresholdDB ?? -120)
+                (channels, addedDelayFrames, preRingingPeakDB) = (resampled.channels, resampled.addedDelayFrames,
+                                                                  resampled.preRingingPeakDB)
             } catch { throw .resamplingFailed(source: spec, reason: error.reason) }
         }
 
@@ -114,7 +120,8 @@ public struct ImpulseResponse: Sendable, Equatable {
 
         try checkLength(spec, frameCount: channels[0].count, channelCount: channels.count,
                         targetRate: targetRate, limitSeconds: options.maxSeconds)
-        return ImpulseResponse(sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames)
+        return ImpulseResponse(sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames,
+                               preRingingPeakDB: preRingingPeakDB)
     }
 
     /// Validates `channel`, `offset` and `length` against the source; returns what to read.

@@ -69,6 +69,11 @@ extension TimeAmount: CustomStringConvertible {
     }
 }
 
+/// The resampling filter's ringing before time 0: see `ImpulseResponseOptions.preRinging`.
+public enum PreRinging: String, Sendable, CaseIterable {
+    case cut, keep
+}
+
 /// How to turn an IR file (or built-in IR) into the impulse response the engine uses.
 /// Keys mirror PipeWire filter-chain's convolver where they mean the same.
 public struct ImpulseResponseOptions: Sendable, Equatable {
@@ -91,6 +96,10 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
     /// QQ is cubic interpolation without anti-aliasing: an impulse downsampled 2:1 comes out
     /// 6 dB too loud. Use it for quick tests only; LQ and up keep the level of any IR.
     public var resampleQuality: Int
+    /// What to do with the resampling filter's ringing before time 0 of an IR that starts at its
+    /// first frame: cut it (the default: zero added latency, the timing kept) or keep it (the
+    /// whole band-limited response, delayed by the ringing kept: see `ImpulseResponse.addedDelayFrames`).
+    public var preRinging: PreRinging
     /// Trailing samples quieter than this many dB below the IR's peak (over all channels) are cut.
     /// nil keeps them. Trimming never removes the last audible sample nor leaves less than 1 frame.
     public var trimThresholdDB: Float?
@@ -99,7 +108,7 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
 
     public init(channel: Int? = nil, offset: TimeAmount = .zero, length: TimeAmount = .zero,
                 delay: TimeAmount = .zero, gain: Float = 1, normalize: Bool = false,
-                resampleQuality: Int = 4, trimThresholdDB: Float? = -120, maxSeconds: Double = 60) {
+                resampleQuality: Int = 4, preRinging: PreRinging = .cut, trimThresholdDB: Float? = -120, maxSeconds: Double = 60) {
         self.channel = channel
         self.offset = offset
         self.length = length
@@ -107,6 +116,7 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
         self.gain = gain
         self.normalize = normalize
         self.resampleQuality = resampleQuality
+        self.preRinging = preRinging
         self.trimThresholdDB = trimThresholdDB
         self.maxSeconds = maxSeconds
     }

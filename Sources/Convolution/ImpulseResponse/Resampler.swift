@@ -7,19 +7,26 @@ enum Resampler {
         var reason: String
     }
 
+    /// What `resample` made.
+    struct Resampled {
+        var channels: [[Float]]
+        /// Frames of the filter's ringing kept before time 0 (0 when cut), the same for all channels.
+        var addedDelayFrames: Int
+        /// The loudest ringing before time 0, in dB relative to the peak of all channels (-infinity: none).
+        var preRingingPeakDB: Float
+    }
+
     /// Resamples every channel from `sourceRate` to `targetRate`.
     ///
     /// - The filter's gain is kept, not the samples' amplitude: samples are scaled by
     ///   sourceRate/targetRate, so a unit impulse stays a unity-gain filter at the new rate.
-    /// - Nothing of the band-limited response is cut: libsoxr's filter is linear-phase, so an
-    ///   impulse at source frame 0 rings *before* time 0 at the new rate. The source is padded in
-    ///   front, and of the frames before time 0 only those quieter than `leadingThresholdDB`
-    ///   (relative to the peak of all channels) are dropped. An IR with enough silence in front
-    ///   keeps its timing exactly (frame k lands at k·targetRate/sourceRate); one that starts at
-    ///   frame 0 is delayed by the ringing kept (about 100 frames = 2 ms for 44.1 -> 48 kHz at HQ).
-    ///   That delay is returned as `addedDelayFrames`, the same for all channels.
+    /// - The timing is kept: source frame k lands at k·targetRate/sourceRate. libsoxr's filter is
+    ///   linear-phase, so an IR that starts at frame 0 (a cabinet, a correction FIR) rings *before*
+    ///   time 0 at the new rate. `.cut` drops that ringing (zero added latency, as scipy's
+    ///   `resample_poly`); `.keep` keeps what is louder than `leadingThresholdDB` below the peak and
+    ///   so delays the IR by `addedDelayFrames` (about 57 frames for 44.1 -> 48 kHz at HQ).
     static func resample(_ channels: [[Float]], from sourceRate: Double, to targetRate: Double, recipe: UInt,
-                         leadingThresholdDB: Float) throws(Failure) -> (channels: [[Float]], addedDelayFrames: Int) {
+                         preRinging: PreRinging, leadingThresholdDB: Float) throws(Failure) -> Resampled {
         // Longer than the filter's ringing before an impulse (measured at most ~250 output frames
         // at VHQ for 22.05 -> 48 kHz), in source frames, and a whole number of frames at both
         // rates so that time 0 lands exactly on an output frame.
@@ -30,11 +37,21 @@ enum Resampler {
             try resampleChannel(silence + channel, from: sourceRate, to: targetRate, recipe: recipe)
         }
 
-        let peak = resampled.map { $0.reduce(0) { max($0, abs($1)) } }.max() ?? 0
-        let threshold = peak * powf(10, leadingThresholdDB / 20)
-        let firstAudible = resampled.map { $0.firstIndex { abs($0) >= threshold && $0 != 0 } ?? zeroFrame }.min() ?? zeroFrame
-        let start = min(firstAudible, zeroFrame)
-        return (resampled.map { Array($0[start...]) }, zeroFrame - start)
+        let peak = resampled.map(largestMagnitude).max() ?? 0
+        let ringingPeak = resampled.map { largestMagnitude($0[..<min(zeroFrame, $0.count)]) }.max() ?? 0
+        let ringingPeakDB = peak > 0 && ringingPeak > 0 ? 20 * log10f(ringingPeak / peak) : -Float.infinity
+        var start = zeroFrame
+        if preRinging == .keep {
+            let threshold = peak * powf(10, leadingThresholdDB / 20)
+            let firstAudible = resampled.map { $0.firstIndex { abs($0) >= threshold && $0 != 0 } ?? zeroFrame }.min() ?? zeroFrame
+            start = min(firstAudible, zeroFrame)
+        }
+        return Resampled(channels: resampled.map { Array($0[min(start, $0.count)...]) },
+                         addedDelayFrames: zeroFrame - start, preRingingPeakDB: ringingPeakDB)
+    }
+
+    private static func largestMagnitude(_ samples: some Collection<Float>) -> Float {
+        samples.reduce(0) { max($0, abs($1)) }
     }
 
     /// The smallest padding >= `atLeast` source frames that is a whole number of target frames,

@@ -63,6 +63,8 @@ struct PlayThrough {
     var nodeInputPrefix = "input"
     /// The node whose `output_<POS>` ports are recorded: nil = `nodeName`; in sink mode `output.<name>`.
     var outputNodeName: String? = nil
+    /// Frames of playback latency the recorder's ports report, as an audio device's do (0: none).
+    var recorderLatency = 0
     /// The recording's channels: the node's inputs, then its outputs (FL FR RL RR for stereo).
     var recordedPositions: [String] {
         let count = positions.count + (outputPositions ?? positions).count
@@ -82,7 +84,8 @@ struct PlayThrough {
         let recorderName = "rec-\(tag)"
         let playerName = "play-\(tag)"
         let recorder = try daemon.spawn([try SyncRecorder.executable.get(), recorderName, recordedPositions.joined(separator: ","),
-                                         recordingPath, "\(Int(seconds * 3 + 30))"], logName: "\(recorderName).log")
+                                         recordingPath, "\(Int(seconds * 3 + 30))", "\(recorderLatency)"],
+                                        logName: "\(recorderName).log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: recorderName, count: recordedPositions.count)
         let outputs = outputPositions ?? positions

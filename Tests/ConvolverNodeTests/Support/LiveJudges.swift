@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -208,22 +209,8 @@ enum GraphJudge {
 /// Runs one of the judges' Python scripts on a JSON spec and decodes its JSON answer.
 enum JudgeScript {
     static func run<Spec: Encodable, Answer: Decodable>(_ script: String, _ spec: Spec, workDirectory: String) throws -> Answer {
-        let specPath = workDirectory + "/\(script)-\(UUID().uuidString).json"
-        try JSONEncoder().encode(spec).write(to: URL(fileURLWithPath: specPath))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/" + script, specPath]
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0, let answer = try? JSONDecoder().decode(Answer.self, from: data) else {
-            throw TestFailure("\(script) failed: \(String(decoding: data, as: UTF8.self)) \(errorText.suffix(2000))")
-        }
-        return answer
+        try ReferenceScript.run(BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/" + script, spec,
+                                workDirectory: workDirectory)
     }
 }
 

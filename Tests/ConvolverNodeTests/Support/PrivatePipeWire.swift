@@ -240,6 +240,24 @@ final class PrivatePipeWire {
         return nil
     }
 
+    /// The `param` params (e.g. "ProcessLatency") of the node named `name`, or of its port `port`,
+    /// as pw-dump shows them (empty if absent).
+    func params(ofNode name: String, port: String? = nil, _ param: String) throws -> [[String: Any]] {
+        let objects = try dump()
+        func info(_ object: [String: Any]) -> [String: Any] { object["info"] as? [String: Any] ?? [:] }
+        func properties(_ object: [String: Any]) -> [String: Any] { info(object)["props"] as? [String: Any] ?? [:] }
+        guard let node = objects.first(where: {
+            ($0["type"] as? String) == "PipeWire:Interface:Node" && properties($0)["node.name"] as? String == name
+        }) else { return [] }
+        let object = port.flatMap { port in
+            objects.first {
+                ($0["type"] as? String) == "PipeWire:Interface:Port" && properties($0)["node.id"] as? Int == node["id"] as? Int
+                    && properties($0)["port.name"] as? String == port
+            }
+        } ?? (port == nil ? node : [:])
+        return (info(object)["params"] as? [String: Any])?[param] as? [[String: Any]] ?? []
+    }
+
     /// Port names of the node named `name` (empty if absent).
     func portNames(ofNode name: String) throws -> [String] {
         let objects = try dump()
