@@ -251,12 +251,15 @@ public final class ConvolverFilterNode {
                     continue
                 }
                 if request.purpose == .quantum && (request.expectedBlockSize != expectedBlockSize
-                    || request.configuration.filename != configuration.filename || request.configuration.impulses != configuration.impulses) {
+                    || request.configuration.filename != configuration.filename
+                    || request.configuration.rateAlternatives != configuration.rateAlternatives
+                    || request.configuration.impulses != configuration.impulses) {
                     slot.stop()   // the quantum or the IR changed again meanwhile
                     continue
                 }
                 if request.purpose == .impulseResponse {
                     configuration.filename = request.configuration.filename
+                    configuration.rateAlternatives = request.configuration.rateAlternatives
                     configuration.impulses = request.configuration.impulses
                     publishProps()
                 }
@@ -334,10 +337,12 @@ public final class ConvolverFilterNode {
         configuration.gain = controls.gain
         configuration.mix = controls.mix
         configuration.bypass = controls.bypass
-        if let filename = change.filename, filename != configuration.filename || !configuration.impulses.isEmpty {
+        if let filename = change.filename,
+           filename != configuration.filename || !configuration.rateAlternatives.isEmpty || !configuration.impulses.isEmpty {
             // Built off the main loop; installed (and shown in Props) when ready, or logged.
             var next = configuration
             next.filename = filename
+            next.rateAlternatives = []
             next.impulses = []
             requestEngine(next, sampleRate: requestedRate, purpose: .impulseResponse)
         }

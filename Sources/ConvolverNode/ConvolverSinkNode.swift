@@ -38,6 +38,7 @@ final class SinkStreams {
     private let callbacksRunning = Atomic<Int>(0)
     private let onProps: (UnsafePointer<spa_pod>) -> Void
     private let nodeName: String
+    private let playbackNodeName: String
     /// Scratch for the EnumFormat pods (main loop only).
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
 
@@ -47,6 +48,7 @@ final class SinkStreams {
         self.realtime = realtime
         self.onProps = onProps
         nodeName = configuration.nodeName
+        playbackNodeName = configuration.playbackNodeName
         captureListener.initialize(to: spa_hook())
         playbackListener.initialize(to: spa_hook())
         let group = "swift-convolver-\(getpid())-\(configuration.nodeName)"
@@ -65,9 +67,10 @@ final class SinkStreams {
             ("adapter.auto-port-config", dspPorts(true)),
         ]
         captureProperties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        captureProperties += configuration.captureProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         var playbackProperties: [(String, String)] = [
             (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CLASS, "Stream/Output/Audio"),
-            (PW_KEY_NODE_NAME, "output." + configuration.nodeName),
+            (PW_KEY_NODE_NAME, configuration.playbackNodeName),
             (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription + " output"),
             (PW_KEY_MEDIA_NAME, configuration.nodeDescription + " output"),
             // Passive: the sink's output does not keep the downstream device running by itself.
@@ -81,16 +84,18 @@ final class SinkStreams {
         for key in ["node.latency", "node.lock-quantum", "node.force-quantum"] {
             if let value = configuration.extraNodeProperties[key] { playbackProperties.append((key, value)) }
         }
+        playbackProperties += configuration.playbackProperties.filter { $0.key != PW_KEY_NODE_NAME }
+            .sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
 
         // pw_stream_new takes ownership of the properties.
         guard let capture = pw_stream_new(core, configuration.nodeName, makeProperties(captureProperties)) else {
             throw .pipeWire(call: "pw_stream_new(\(configuration.nodeName))", errno: errno)
         }
         self.capture = capture
-        guard let playback = pw_stream_new(core, "output." + configuration.nodeName, makeProperties(playbackProperties)) else {
+        guard let playback = pw_stream_new(core, configuration.playbackNodeName, makeProperties(playbackProperties)) else {
             let error = errno
             destroy()
-            throw .pipeWire(call: "pw_stream_new(output.\(configuration.nodeName))", errno: error)
+            throw .pipeWire(call: "pw_stream_new(\(configuration.playbackNodeName))", errno: error)
         }
         self.playback = playback
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -117,7 +122,7 @@ final class SinkStreams {
         let streams: [(OpaquePointer, spa_direction, [String], pw_stream_flags, String)] = [
             (playback, SPA_DIRECTION_OUTPUT, configuration.outputChannelPositions,
              pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
-                             | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), "output." + nodeName),
+                             | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), playbackNodeName),
             // ASYNC (PipeWire ≥ 0.3.73): the playback side's process dequeues the capture buffers; without
             // it PipeWire 1.x recycles them after the capture callback (traced: half the input lost,
             // the output silent downstream), as filter-chain's sink sets it.
@@ -373,7 +378,7 @@ final class SinkStreams {
         events.state_changed = { data, _, state, error in
             guard let data else { return }
             let streams = SinkStreams.streams(data)
-            streams.stateChanged("output." + streams.nodeName, state, error)
+            streams.stateChanged(streams.playbackNodeName, state, error)
         }
         events.io_changed = { data, id, area, _ in
             guard let data, id == SPA_IO_Position.rawValue else { return }

@@ -79,7 +79,8 @@ enum EngineFactory {
                                                  delay: .samples(configuration.delay),
                                                  resampleQuality: configuration.resampleQuality,
                                                  preRinging: configuration.resamplePreRinging)
-            let impulseResponse = try load(filename, key: "filename", sampleRate: sampleRate, options: options)
+            let impulseResponse = try load(ImpulseResponse.closestInRate(filename, configuration.rateAlternatives, to: Double(sampleRate)),
+                                           key: "filename", sampleRate: sampleRate, options: options)
             do {
                 return (try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount),
                         impulseResponse.addedDelayFrames)
@@ -93,7 +94,8 @@ enum EngineFactory {
                                                  length: .samples(impulse.length), delay: .samples(impulse.delay),
                                                  gain: Float(impulse.gain), resampleQuality: configuration.resampleQuality,
                                                  preRinging: configuration.resamplePreRinging)
-            loaded.append((impulse, try load(impulse.filename, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)))
+            let spec = ImpulseResponse.closestInRate(impulse.filename, impulse.rateAlternatives, to: Double(sampleRate))
+            loaded.append((impulse, try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)))
         }
         let latencyFrames = loaded.map(\.response.addedDelayFrames).max() ?? 0
         let entries = loaded.map { impulse, response in

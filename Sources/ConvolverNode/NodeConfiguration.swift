@@ -13,6 +13,8 @@ public struct NodeConfiguration: Sendable, Equatable {
         public var input: Int
         public var output: Int
         public var filename: String
+        /// As `NodeConfiguration.rateAlternatives`, for this entry.
+        public var rateAlternatives: [String] = []
         public var channel = 0
         public var gain = 1.0
         public var delay = 0
@@ -31,6 +33,10 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var positions: [String] = ["FL", "FR"]
     /// The IR: a file path or `builtin:NAME`. Nil when `impulses` gives the matrix.
     public var filename: String?
+    /// filter-chain's `filename` array: one IR in files of several rates, the one whose rate is
+    /// closest to the graph's used (resampled only if it still differs). `filename` is the first;
+    /// empty for a single file.
+    public var rateAlternatives: [String] = []
     /// Linear gain of the wet signal's IR (as filter-chain's convolver `gain`).
     public var gain = 1.0
     /// Dry/wet: 0 = input only, 1 = convolved only.
@@ -69,6 +75,13 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// in sink mode also WirePlumber 0.5's smart-filter keys (`filter.smart`, `filter.smart.name`,
     /// `.target`, `.before`, `.after`, `.disabled`, `.targetable`), on the sink node.
     public var extraNodeProperties: [String: String] = [:]
+
+    /// Sink mode: filter-chain's `capture.props` and `playback.props`, extra properties of the
+    /// sink node and of its output stream (the keys the node reads itself taken out: see `parse`).
+    public var captureProperties: [String: String] = [:]
+    public var playbackProperties: [String: String] = [:]
+    /// The sink's output stream: `playback.props`'s `node.name`, or `output.<node.name>`.
+    public var playbackNodeName: String { playbackProperties["node.name"] ?? "output." + nodeName }
 
     /// Output positions when they differ from the inputs' (`output.position`, e.g. 8 inputs of a
     /// 7.1 sink → 2 binaural outputs through `impulses`); nil = one output per input position.
@@ -113,23 +126,30 @@ public struct NodeConfiguration: Sendable, Equatable {
         var warnings: [String] = []
         var channelCount: Int?
         var positions: [String]?
+        var modeGiven = false, nameGiven = false, descriptionGiven = false
+        var streamProperties: [String: [String: SPAJSONValue]] = [:]
         for member in members {
             let key = member.key
             let value = member.value
             switch key {
-            case "node.name": configuration.nodeName = try text(value, key)
-            case "node.description": configuration.nodeDescription = try text(value, key)
+            case "node.name":
+                configuration.nodeName = try text(value, key)
+                nameGiven = true
+            case "node.description":
+                configuration.nodeDescription = try text(value, key)
+                descriptionGiven = true
             case "audio.channels": channelCount = try integer(value, key, 1...channelLimit)
             case "audio.position": positions = try channelPositions(value, key)
             case "output.position": configuration.outputPositions = try channelPositions(value, key)
-            case "filename": configuration.filename = try text(value, key)
+            case "filename": (configuration.filename, configuration.rateAlternatives) = try filenames(value, key)
             case "gain": configuration.gain = try number(value, key, 0...gainLimit)
             case "mix": configuration.mix = try number(value, key, 0...1)
             case "bypass": configuration.bypass = try boolean(value, key)
             case "delay": configuration.delay = try integer(value, key, 0...sampleCountLimit)
             case "offset": configuration.offset = try integer(value, key, 0...sampleCountLimit)
             case "length": configuration.length = try integer(value, key, 0...sampleCountLimit)
-            case "resample.quality": configuration.resampleQuality = try integer(value, key, 0...14)
+            case "resample.quality", "resample_quality":   // ours, filter-chain's convolver's
+                configuration.resampleQuality = try integer(value, key, 0...14)
             case "resample.pre-ringing":
                 let name = try text(value, key)
                 guard let preRinging = PreRinging(rawValue: name) else {
@@ -193,6 +213,9 @@ public struct NodeConfiguration: Sendable, Equatable {
                     throw NodeConfigurationError(key: key, message: "'\(value.text ?? "")' is not filter or sink")
                 }
                 configuration.mode = mode
+                modeGiven = true
+            case "capture.props", "playback.props":
+                for (subkey, subvalue) in try object(value, key) { streamProperties[key, default: [:]][subkey] = subvalue }
             case "filter.smart", "filter.smart.disabled", "filter.smart.targetable":
                 configuration.extraNodeProperties[key] = try boolean(value, key) ? "true" : "false"
             case "filter.smart.name": configuration.extraNodeProperties[key] = try text(value, key)
@@ -206,6 +229,35 @@ public struct NodeConfiguration: Sendable, Equatable {
                     warnings.append("unknown key '\(key)' ignored")
                 }
             }
+        }
+        // filter-chain's two streams: `capture.props` (the sink: `media.class = Audio/Sink`) and
+        // `playback.props` (its output). Their name, description and positions are the node's own,
+        // unless given at the top level; the rest goes to the streams as is.
+        for (key, properties) in streamProperties.sorted(by: { $0.key < $1.key }) {
+            var rest: [String: String] = [:]
+            for (subkey, subvalue) in properties {
+                let name = "\(key).\(subkey)"
+                switch (key, subkey) {
+                case ("capture.props", "media.class"):
+                    guard try text(subvalue, name) == "Audio/Sink" else {
+                        throw NodeConfigurationError(key: name, message: "'\(subvalue.text ?? "")' is not Audio/Sink (the only kind of sink this node makes)")
+                    }
+                    if !modeGiven { configuration.mode = .sink }
+                case ("capture.props", "node.name"): if !nameGiven { configuration.nodeName = try text(subvalue, name) }
+                case ("capture.props", "node.description"):
+                    if !descriptionGiven { configuration.nodeDescription = try text(subvalue, name) }
+                case ("capture.props", "audio.position"): if positions == nil { positions = try channelPositions(subvalue, name) }
+                case ("playback.props", "audio.position"):
+                    if configuration.outputPositions == nil { configuration.outputPositions = try channelPositions(subvalue, name) }
+                case (_, "audio.channels"): _ = try integer(subvalue, name, 1...channelLimit)   // the positions count
+                default: rest[subkey] = subvalue.text ?? subvalue.json
+                }
+            }
+            if key == "capture.props" { configuration.captureProperties = rest } else { configuration.playbackProperties = rest }
+        }
+        if let key = streamProperties.keys.sorted().first, configuration.mode != .sink {
+            throw NodeConfigurationError(key: key, message: "needs mode = sink (or media.class = Audio/Sink in capture.props); "
+                                         + "a filter is one node: set its keys at the top level")
         }
         if let positions {
             if let channelCount, channelCount != positions.count {
@@ -225,6 +277,7 @@ public struct NodeConfiguration: Sendable, Equatable {
         if mode != .sink, let key = extraNodeProperties.keys.sorted().first(where: { $0.hasPrefix("filter.smart") }) {
             throw NodeConfigurationError(key: key, message: "needs mode = sink (WirePlumber's smart filters are sinks)")
         }
+
         if filename == nil && impulses.isEmpty {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
         }
@@ -334,6 +387,15 @@ public struct NodeConfiguration: Sendable, Equatable {
         return names
     }
 
+    /// A file name, or filter-chain's array of one IR's files at several rates (the first, and all).
+    static func filenames(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> (String, [String]) {
+        guard case let .array(elements) = value else { return (try text(value, key), []) }
+        var names: [String] = []
+        for (index, element) in elements.enumerated() { names.append(try text(element, "\(key)[\(index)]")) }
+        guard let first = names.first else { throw NodeConfigurationError(key: key, message: "an empty list of files") }
+        return (first, names.count > 1 ? names : [])
+    }
+
     static func impulses(_ value: SPAJSONValue, _ key: String, _ warnings: inout [String]) throws(NodeConfigurationError) -> [Impulse] {
         guard case let .array(elements) = value else {
             throw NodeConfigurationError(key: key, message: "expected a list [ { input = 0 output = 0 filename = ... } ... ]")
@@ -341,14 +403,14 @@ public struct NodeConfiguration: Sendable, Equatable {
         var impulses: [Impulse] = []
         for (index, element) in elements.enumerated() {
             let prefix = "\(key)[\(index)]"
-            var input: Int?, output: Int?, filename: String?
+            var input: Int?, output: Int?, filename: String?, rateAlternatives: [String] = []
             var channel = 0, gain = 1.0, delay = 0, offset = 0, length = 0
             for (subkey, subvalue) in try object(element, prefix) {
                 let name = "\(prefix).\(subkey)"
                 switch subkey {
                 case "input": input = try integer(subvalue, name, 0...(channelLimit - 1))
                 case "output": output = try integer(subvalue, name, 0...(channelLimit - 1))
-                case "filename": filename = try text(subvalue, name)
+                case "filename": (filename, rateAlternatives) = try filenames(subvalue, name)
                 case "channel": channel = try integer(subvalue, name, 0...(channelLimit - 1))
                 case "gain": gain = try number(subvalue, name, -gainLimit...gainLimit)
                 case "delay": delay = try integer(subvalue, name, 0...sampleCountLimit)
@@ -361,6 +423,7 @@ public struct NodeConfiguration: Sendable, Equatable {
             guard let output else { throw NodeConfigurationError(key: "\(prefix).output", message: "missing") }
             guard let filename else { throw NodeConfigurationError(key: "\(prefix).filename", message: "missing") }
             var impulse = Impulse(input: input, output: output, filename: filename)
+            impulse.rateAlternatives = rateAlternatives
             impulse.channel = channel
             impulse.gain = gain
             impulse.delay = delay

@@ -14,7 +14,7 @@ enum InspectCommand: Command {
     Prints the IR's channels, rate, length and peak; per channel its peak, pre-delay and decay times;
     and the partition plan the node would choose for it at quantum Q, with the planner's estimate of
     its CPU cost (measured FFT and multiply-add costs of this machine).
-      --ir FILE|builtin:NAME  the impulse response (any format libsndfile reads; builtin: dirac, hall)
+      --ir FILE|builtin:NAME  the impulse response (any format libsndfile reads; builtin: dirac, hall, hilbert)
       --rate R                analyse at R Hz, resampling the IR (libsoxr) as the node would at a
                               graph rate of R (default: the file's own rate; 48000 for builtins)
       --pre-ringing cut|keep  the resampling filter's ringing before time 0, as the node's

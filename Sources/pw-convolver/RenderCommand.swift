@@ -12,7 +12,7 @@ enum RenderCommand: Command {
 
     Convolves IN (any format libsndfile reads) with the IR and writes OUT as 32-bit float WAV,
     including the IR's tail. The engine is fed --block frames per call, as PipeWire would.
-      --ir FILE|builtin:NAME  the impulse response (builtin: dirac, hall); 1 channel for all,
+      --ir FILE|builtin:NAME  the impulse response (builtin: dirac, hall, hilbert); 1 channel for all,
                               one per input channel, or 4 for true stereo (LL LR RL RR)
       --block N               frames per call, 1...8192 (default 256)
       --rate R                the rate to render at, as a check: IN must be at R Hz (default: IN's rate);

@@ -21,7 +21,7 @@ enum RunCommand: Command {
         output.position (--args '{ output.position = [ FL FR ] }'), by default the same.
 
         Options (each is the module argument in brackets):
-          --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall or builtin:dirac [filename]
+          --ir FILE|builtin:NAME  impulse response: a sound file, builtin:hall, builtin:dirac or builtin:hilbert [filename]
           --channels N            channel count, 1...64 (default 2) [audio.channels]
           --position FL,FR        channel positions; sets the count too [audio.position]
           --name NAME             node.name (default swift-convolver) [node.name]

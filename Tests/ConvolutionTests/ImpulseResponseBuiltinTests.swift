@@ -44,6 +44,51 @@ private func energy(_ samples: some Collection<Float>) -> Double {
 }
 
 final class ImpulseResponseBuiltinTests: XCTestCase {
+    /// filter-chain's "/dirac" and "/hilbert" are our built-ins.
+    func testFilterChainBuiltinSpellings() throws {
+        XCTAssertEqual(try ImpulseResponse.load("/dirac", sampleRate: 48_000), try ImpulseResponse.load("builtin:dirac", sampleRate: 48_000))
+        XCTAssertEqual(try ImpulseResponse.load("/hilbert", sampleRate: 48_000).frameCount, 1024)
+        XCTAssertEqual(try ImpulseResponse.load("/hilbert", sampleRate: 48_000, options: .init(length: .samples(256))).frameCount, 256)
+        XCTAssertThrowsError(try ImpulseResponse.load("/hall", sampleRate: 48_000), "only filter-chain's own names")
+    }
+
+    /// The Hilbert transformer shifts every frequency in its band by 90° at unit gain: a sine comes
+    /// out as the cosine of the same frequency, `length/2` frames late (filter-chain's sign:
+    /// sin(ωn) → cos(ω(n − length/2))), within 0.3 dB from 300 Hz up to 20 kHz at 48 kHz.
+    func testHilbertShiftsByNinetyDegrees() throws {
+        let hilbert = try ImpulseResponse.load("builtin:hilbert", sampleRate: 48_000).channels[0]
+        let delay = Double(hilbert.count / 2)
+        for frequency in [300.0, 1000, 5000, 12_000, 20_000] {
+            let omega = 2 * Double.pi * frequency / 48_000
+            let signal = (0..<8192).map { Float(sin(omega * Double($0))) }
+            let output = irDirectConvolution(signal, hilbert)
+            var inPhase = 0.0, quadrature = 0.0
+            for n in 2048..<8192 {
+                inPhase += output[n] * cos(omega * (Double(n) - delay))
+                quadrature += output[n] * sin(omega * (Double(n) - delay))
+            }
+            let count = Double(8192 - 2048)
+            let label = "\(frequency) Hz"
+            XCTAssertEqual(20 * log10((inPhase * inPhase + quadrature * quadrature).squareRoot() * 2 / count), 0, accuracy: 0.3, label)
+            XCTAssertEqual(atan2(quadrature, inPhase), 0, accuracy: 0.01, label)
+        }
+    }
+
+    /// Of one IR's files at several rates, the one closest to the graph's rate is used.
+    func testClosestRateOfAFilenameList() throws {
+        let directory = try IRTestDirectory()
+        for rate in [44_100.0, 48_000, 96_000] {
+            try AudioFile.write(path: directory.path("ir-\(Int(rate)).wav"), sampleRate: rate, channels: [[1]])
+        }
+        let files = ["ir-44100.wav", "ir-48000.wav", "ir-96000.wav"].map(directory.path)
+        XCTAssertEqual(ImpulseResponse.closestInRate(files[0], files, to: 48_000), files[1])
+        XCTAssertEqual(ImpulseResponse.closestInRate(files[0], files, to: 44_100), files[0])
+        XCTAssertEqual(ImpulseResponse.closestInRate(files[0], files, to: 192_000), files[2])
+        XCTAssertEqual(ImpulseResponse.closestInRate(files[0], [directory.path("missing.wav"), files[2]], to: 48_000), files[2],
+                       "files that cannot be read are passed over")
+        XCTAssertEqual(ImpulseResponse.closestInRate(files[0], [], to: 48_000), files[0])
+    }
+
     func testDiracIsOneSampleOfOneAtAnyRate() throws {
         for rate in [44_100.0, 48_000, 96_000] {
             let ir = try ImpulseResponse.load("builtin:dirac", sampleRate: rate)
@@ -52,7 +97,7 @@ final class ImpulseResponseBuiltinTests: XCTestCase {
         }
         let delayed = try ImpulseResponse.load("builtin:dirac", sampleRate: 48_000, options: .init(delay: .samples(3), gain: 0.5))
         XCTAssertEqual(delayed.channels, [[0, 0, 0, 0.5]])
-        XCTAssertEqual(ImpulseResponse.builtinNames, ["dirac", "hall"])
+        XCTAssertEqual(ImpulseResponse.builtinNames, ["dirac", "hall", "hilbert"])
     }
 
     func testHallIsDeterministicStereoAndAboutThreeSeconds() throws {

@@ -176,7 +176,7 @@ final class ImpulseResponseErrorTests: XCTestCase {
 
     func testUnknownBuiltinListsTheKnownOnes() {
         let error = loadError("builtin:cathedral")
-        XCTAssertEqual(error, .unknownBuiltin(name: "cathedral", known: ["dirac", "hall"]))
+        XCTAssertEqual(error, .unknownBuiltin(name: "cathedral", known: ["dirac", "hall", "hilbert"]))
         assertMessage(error, contains: ["builtin:cathedral", "builtin:dirac", "builtin:hall"])
     }
 

@@ -97,6 +97,41 @@ final class NodeConfigurationTests: XCTestCase {
         }
     }
 
+    /// filter-chain's convolver and sink spellings beside ours.
+    func testFilterChainSpellings() throws {
+        let (configuration, warnings) = try NodeConfiguration.parse(arguments: """
+            filename = [ "/ir-44100.wav" "/ir-48000.wav" ] resample_quality = 10
+            impulses = [ { input = 0 output = 0 filename = [ /a.wav /b.wav ] } { input = 1 output = 1 filename = "/hilbert" } ]
+            capture.props = { node.name = "effect_input.x" node.description = "X" media.class = Audio/Sink
+                              audio.position = [ FL FR ] node.latency = "1024/48000" }
+            playback.props = { node.name = "effect_output.x" node.passive = true audio.position = [ FL FR ] }
+            """)
+        XCTAssertEqual(warnings, [])
+        XCTAssertEqual(configuration.resampleQuality, 10)
+        XCTAssertEqual(configuration.filename, "/ir-44100.wav")
+        XCTAssertEqual(configuration.rateAlternatives, ["/ir-44100.wav", "/ir-48000.wav"])
+        XCTAssertEqual(configuration.impulses.map(\.rateAlternatives), [["/a.wav", "/b.wav"], []])
+        XCTAssertEqual(configuration.mode, .sink, "media.class = Audio/Sink in capture.props")
+        XCTAssertEqual(configuration.nodeName, "effect_input.x")
+        XCTAssertEqual(configuration.nodeDescription, "X")
+        XCTAssertEqual(configuration.positions, ["FL", "FR"])
+        XCTAssertEqual(configuration.captureProperties, ["node.latency": "1024/48000"])
+        XCTAssertEqual(configuration.playbackProperties, ["node.name": "effect_output.x", "node.passive": "true"])
+        XCTAssertEqual(configuration.playbackNodeName, "effect_output.x")
+        // Top-level keys win over the streams' properties.
+        let (named, _) = try NodeConfiguration.parse(arguments: "filename = x node.name = mine capture.props = { node.name = theirs media.class = Audio/Sink }")
+        XCTAssertEqual(named.nodeName, "mine")
+        XCTAssertEqual(named.playbackNodeName, "output.mine")
+        for (arguments, key) in [("mode = filter capture.props = { media.class = Audio/Sink }", "capture.props"),
+                                 ("playback.props = { node.passive = true }", "playback.props"),
+                                 ("capture.props = { media.class = Audio/Source }", "capture.props.media.class"),
+                                 ("filename = [ ]", "filename")] {
+            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + arguments), arguments) { error in
+                XCTAssertEqual((error as? NodeConfigurationError)?.key, key, "\(arguments): \(error)")
+            }
+        }
+    }
+
     func testSPAJSONAsStrictJSON() throws {
         let value = try SPAJSONValue.parse("{ a = 1 b = [ x \"y z\" true null ] c = { d = \"q\\\"t\" } }")
         XCTAssertEqual(value.json, "{ \"a\": 1, \"b\": [ \"x\", \"y z\", true, null ], \"c\": { \"d\": \"q\\\"t\" } }")

@@ -340,6 +340,40 @@ final class SinkModeTests: XCTestCase {
                         entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
     }
 
+    /// filter-chain's spellings, as in PipeWire's own sink-*.conf files, loaded as our module's
+    /// arguments: the sink and its output named by `capture.props` / `playback.props`
+    /// (`media.class = Audio/Sink` makes the node a sink), a `filename` array of one IR at two
+    /// rates (the graph's 48 kHz file is used: the 44.1 kHz one is a different IR, which the judge
+    /// would catch) and `resample_quality`. Linked by hand, the output is exact.
+    func testFilterChainSpellingsMakeTheSameSink() throws {
+        try daemon.setQuantum(256)
+        try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir-48000.wav"))
+        try AudioFile.write(path: path("ir-44100.wav"), sampleRate: 44_100, channels: [[0.5, 0, 0, 0.25]])
+        try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.0, leadOut: 0.4), to: path("input.wav"))
+        let record = NodeRecord(directory: daemon.runtimeDirectory, name: "effect_input.fc")
+        let client = try ModuleClient.start(daemon, name: "fc-spellings", arguments: """
+            filename = [ "\(path("ir-44100.wav"))" "\(path("ir-48000.wav"))" ] resample_quality = 10 \(record.argument)
+            capture.props = { node.name = "effect_input.fc" node.description = "FC sink" media.class = Audio/Sink
+                              audio.position = [ FL FR ] }
+            playback.props = { node.name = "effect_output.fc" node.passive = true audio.position = [ FL FR ] }
+            """)
+        do {
+            try daemon.waitForPorts(ofNode: "effect_input.fc", count: 4, timeout: 30)
+            try daemon.waitForPorts(ofNode: "effect_output.fc", count: 2, timeout: 30)
+        } catch {
+            throw TestFailure("\(error)\nlog:\n\(client.log)")
+        }
+        let sinkNode = try XCTUnwrap(try daemon.nodeProperties("effect_input.fc")).properties
+        XCTAssertEqual(sinkNode["media.class"] as? String, "Audio/Sink")
+        XCTAssertEqual(sinkNode["node.description"] as? String, "FC sink")
+        XCTAssertEqual(try daemon.nodeProperties("effect_output.fc")?.properties["node.passive"] as? Bool, true)
+        let recording = try playByHand(sink: "effect_input.fc", output: "effect_output.fc", positions: ["FL", "FR"],
+                                       input: path("input.wav"))
+        XCTAssertEqual(client.interrupt(), 0, "the module's host exits cleanly; log:\n\(client.log)")
+        try judgeByHand(sink: "effect_input.fc", record: record, recording: recording, positions: ["FL", "FR"],
+                        input: path("input.wav"), entries: SinkGraph.stereo(path("ir-48000.wav")), wet: 1, dry: 0)
+    }
+
     /// 8 inputs → 2 outputs (the 7.1 → binaural shape): the sink and its output stream have
     /// different channel counts. A matrix module config, each input to both outputs.
     func testSevenOneToStereoSinkByHand() throws {
@@ -381,11 +415,12 @@ final class SinkModeTests: XCTestCase {
 
     /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
     /// pw-play's output (PlayThrough). Returns the recording.
-    private func playByHand(sink: String, positions: [String], outputPositions: [String]? = nil, input: String) throws -> String {
+    private func playByHand(sink: String, output: String? = nil, positions: [String], outputPositions: [String]? = nil,
+                            input: String) throws -> String {
         let recording = path("rec-\(sink).f32")
         let seconds = Double(try AudioFile.info(path: input).frameCount) / 48000
         try PlayThrough(daemon: daemon, nodeName: sink, positions: positions, outputPositions: outputPositions,
-                        nodeInputPrefix: "playback", outputNodeName: "output.\(sink)")
+                        nodeInputPrefix: "playback", outputNodeName: output ?? "output.\(sink)")
             .run(inputPath: input, recordingPath: recording, seconds: seconds, tailSeconds: 0.3, tag: sink)
         return recording
     }

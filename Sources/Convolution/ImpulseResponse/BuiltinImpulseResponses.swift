@@ -6,12 +6,38 @@ enum BuiltinImpulseResponse: String, CaseIterable {
     case dirac
     /// A synthetic stereo concert hall; see `makeHall`.
     case hall
+    /// Mono, a 90° phase shifter; see `makeHilbert`.
+    case hilbert
 
-    func make(sampleRate: Double) -> [[Float]] {
+    /// filter-chain's spellings of the same built-ins: `filename = "/dirac"`, `"/hilbert"`.
+    init?(filterChainName name: String) {
+        guard name.hasPrefix("/"), let builtin = Self(rawValue: String(name.dropFirst())), builtin != .hall else { return nil }
+        self = builtin
+    }
+
+    /// `length`: frames asked for by the `length` option (0: not given); only the Hilbert
+    /// transformer is made to that length, as in filter-chain.
+    func make(sampleRate: Double, length: Int = 0) -> [[Float]] {
         switch self {
         case .dirac: return [[1]]
         case .hall: return Self.makeHall(sampleRate: sampleRate)
+        case .hilbert: return [Self.makeHilbert(length: length > 0 ? length : 1024)]
         }
+    }
+
+    /// filter-chain's Hilbert transformer, sample for sample: odd taps (2/π)/i around the centre
+    /// frame length/2, antisymmetric, under a raised-cosine window (0.43 + 0.57·cos). Linear
+    /// phase: it delays by length/2 frames.
+    static func makeHilbert(length: Int) -> [Float] {
+        var samples = [Float](repeating: 0, count: max(1, length))
+        let half = length / 2
+        let gain = 2 / Float.pi
+        for i in stride(from: 1, to: half, by: 2) {
+            let value = (gain / Float(i)) * (0.43 + 0.57 * cosf(Float(i) * Float.pi / Float(half)))
+            samples[half + i] = -value
+            samples[half - i] = value
+        }
+        return samples
     }
 
     /// Parameters of `builtin:hall`.

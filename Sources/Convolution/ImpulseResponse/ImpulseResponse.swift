@@ -31,7 +31,8 @@ public struct ImpulseResponse: Sendable, Equatable {
     /// Loads an impulse response for a graph running at `targetRate`.
     ///
     /// `spec` is a file path (anything libsndfile reads) or `builtin:NAME` (see `builtinNames`;
-    /// made at `targetRate`, then treated like a file at that rate). The steps, in the order of
+    /// made at `targetRate`, then treated like a file at that rate; filter-chain's "/dirac" and
+    /// "/hilbert" mean `builtin:dirac` and `builtin:hilbert`, whose length is `length`, default 1024). The steps, in the order of
     /// PipeWire filter-chain's convolver:
     /// 1. read, 2. pick `channel`, 3. cut `offset` and `length` (source rate),
     /// 4. resample to `targetRate` (libsoxr, `resampleQuality`; keeps the filter's gain and the
@@ -52,12 +53,12 @@ public struct ImpulseResponse: Sendable, Equatable {
 
         var source: (sampleRate: Double, channels: [[Float]], firstFrame: Int)
         let builtinPrefix = "builtin:"
-        if spec.hasPrefix(builtinPrefix) {
-            let name = String(spec.dropFirst(builtinPrefix.count))
+        if spec.hasPrefix(builtinPrefix) || BuiltinImpulseResponse(filterChainName: spec) != nil {
+            let name = String(spec.dropFirst(spec.hasPrefix(builtinPrefix) ? builtinPrefix.count : 1))
             guard let builtin = BuiltinImpulseResponse(rawValue: name) else {
                 throw .unknownBuiltin(name: name, known: builtinNames)
             }
-            let all = builtin.make(sampleRate: targetRate)
+            let all = builtin.make(sampleRate: targetRate, length: options.length.frames(atSampleRate: targetRate))
             let selection = try select(spec, channelCount: all.count, frameCount: all[0].count,
                                        sourceRate: targetRate, targetRate: targetRate, options: options)
             let picked = selection.channel.map { [all[$0]] } ?? all
@@ -122,6 +123,24 @@ public struct ImpulseResponse: Sendable, Equatable {
                         targetRate: targetRate, limitSeconds: options.maxSeconds)
         return ImpulseResponse(sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames,
                                preRingingPeakDB: preRingingPeakDB)
+    }
+
+    /// Of one IR's files at several rates (filter-chain's `filename` array), the one whose rate
+    /// is closest to `rate` (the first of equals); `first` when `alternatives` is empty or none
+    /// can be read (loading it then names the problem). Built-ins are at every rate.
+    public static func closestInRate(_ first: String, _ alternatives: [String], to rate: Double) -> String {
+        var best: (spec: String, distance: Double)?
+        for spec in alternatives {
+            let specRate: Double?
+            if spec.hasPrefix("builtin:") || BuiltinImpulseResponse(filterChainName: spec) != nil {
+                specRate = rate
+            } else {
+                specRate = try? SoundFileReader(path: spec).info.sampleRate
+            }
+            guard let specRate else { continue }
+            if best == nil || abs(specRate - rate) < best!.distance { best = (spec, abs(specRate - rate)) }
+        }
+        return best?.spec ?? first
     }
 
     /// Validates `channel`, `offset` and `length` against the source; returns what to read.
