@@ -12,6 +12,8 @@ import CPipeWire
 struct NodeCycleTiming: Equatable {
     var id: UInt32
     var name: String
+    /// When the node was told to run the cycle before.
+    var previousSignal: Int64 = 0
     /// When the node was told to run (its dependencies were done).
     var signal: Int64
     /// When the node's thread woke up to run it.
@@ -28,7 +30,8 @@ struct NodeCycleTiming: Equatable {
     static let finishedStatus: Int32 = 3
 
     static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.id == rhs.id && lhs.name == rhs.name && lhs.signal == rhs.signal && lhs.awake == rhs.awake
+        lhs.id == rhs.id && lhs.name == rhs.name && lhs.previousSignal == rhs.previousSignal
+            && lhs.signal == rhs.signal && lhs.awake == rhs.awake
             && lhs.finish == rhs.finish && lhs.status == rhs.status
             && lhs.latency.num == rhs.latency.num && lhs.latency.denom == rhs.latency.denom
     }
@@ -50,11 +53,24 @@ struct ProfilerCycle: Equatable {
         rate == 0 ? 0 : quantum * 1_000_000_000 / Int64(rate)
     }
 
-    /// A node's cycle is late when the node did not finish in the cycle, or finished after the
-    /// cycle's period was over (counted from the driver's signal, the start of the cycle).
+    /// Whether `timing` is a run of the node for this cycle: signalled in it (a node the driver
+    /// runs in its cycle), or in the cycle before, whose times the profiler reports for PipeWire
+    /// 1.x's asynchronous nodes (streams without RT_PROCESS, such as pw-play and pw-record).
+    /// Older times belong to a node that did not run. As pw-top, a run's times must be in order.
+    func ran(_ timing: NodeCycleTiming) -> Bool {
+        let signalled = timing.signal >= driver.signal || (driver.previousSignal > 0 && timing.signal >= driver.previousSignal)
+        return signalled && timing.awake >= timing.signal && timing.finish >= timing.awake
+    }
+
+    /// A node's cycle is late when the node did not run or finish in the cycle, or finished after
+    /// the cycle's period was over: counted from the driver's signal (the start of the cycle), or
+    /// for an asynchronous node from its own signal (it has a whole period from there).
     func isLate(_ timing: NodeCycleTiming) -> Bool {
+        guard ran(timing) else { return true }
+        guard timing.signal >= driver.signal else {
+            return periodNanoseconds > 0 && timing.finish - timing.signal > periodNanoseconds
+        }
         if timing.status != NodeCycleTiming.finishedStatus { return true }
-        if timing.finish < driver.signal { return true }  // its last finish belongs to an earlier cycle
         return periodNanoseconds > 0 && timing.finish - driver.signal > periodNanoseconds
     }
 }
@@ -132,13 +148,13 @@ private func decodeNodeBlock(_ value: UnsafePointer<spa_pod>, name: String) thro
     var fields = try StructFields(value, name: name)
     let id = UInt32(bitPattern: fields.int() ?? -1)
     let nodeName = fields.string() ?? "\(id)"
-    _ = fields.long()  // prev_signal
+    let previousSignal = fields.long() ?? 0
     let signal = fields.long() ?? 0
     let awake = fields.long() ?? 0
     let finish = fields.long() ?? 0
     let status = fields.int() ?? 0
     let latency = fields.fraction() ?? spa_fraction(num: 0, denom: 0)
-    return NodeCycleTiming(id: id, name: nodeName, signal: signal, awake: awake, finish: finish,
+    return NodeCycleTiming(id: id, name: nodeName, previousSignal: previousSignal, signal: signal, awake: awake, finish: finish,
                            status: status, latency: latency)
 }
 

@@ -29,8 +29,7 @@ struct NodeStatistics {
         rate = cycle.rate
         if cycle.isLate(timing) { lateCycles += 1 }
         // A node that did not run in this cycle has no valid times to measure.
-        guard timing.awake >= timing.signal, timing.finish >= timing.awake, timing.signal >= cycle.driver.signal
-        else { return }
+        guard cycle.ran(timing) else { return }
         waitMicroseconds.append(Double(timing.awake - timing.signal) / 1000)
         busyMicroseconds.append(Double(timing.finish - timing.awake) / 1000)
         periodMicrosecondsSum += Double(cycle.periodNanoseconds) / 1000

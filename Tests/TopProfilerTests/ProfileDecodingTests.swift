@@ -43,6 +43,29 @@ final class ProfileDecodingTests: XCTestCase {
         XCTAssertEqual(statistics.nodes[30]?.isDriver, true)
     }
 
+    /// PipeWire 1.x's asynchronous nodes (pw-play, pw-record) are reported with the times of
+    /// the run the driver signalled in the cycle before: measured as pw-top measures them, and
+    /// late only when that run took more than a period from its own signal. A node whose times
+    /// are older did not run.
+    func testAsynchronousNodesAreMeasuredFromTheCycleBefore() throws {
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
+        defer { buffer.deallocate() }
+        try buildProfile(into: buffer, size: 16384, followers: [
+            Block(id: 50, name: "async", signal: -5_333_333, awake: -5_300_000, finish: -5_200_000, status: 1),
+            Block(id: 51, name: "async-slow", signal: -5_333_333, awake: -5_300_000, finish: 100_000, status: 1),
+            Block(id: 52, name: "stale", signal: -20_000_000, awake: -19_990_000, finish: -19_900_000, status: 3),
+        ])
+        let cycle = try XCTUnwrap(try decodeProfile(buffer.assumingMemoryBound(to: spa_pod.self)).first)
+        XCTAssertEqual(cycle.followers.map(cycle.ran), [true, true, false])
+        XCTAssertEqual(cycle.followers.map(cycle.isLate), [false, true, true])
+        var statistics = GraphStatistics()
+        statistics.add(cycle)
+        let async = try XCTUnwrap(statistics.nodes[50])
+        XCTAssertEqual(async.waitMicroseconds.map { ($0 * 1000).rounded() / 1000 }, [33.333])
+        XCTAssertEqual(async.busyMicroseconds, [100])
+        XCTAssertEqual(statistics.nodes[52]?.busyMicroseconds, [], "a node that did not run is not measured")
+    }
+
     func testSummaryIsMeanNearestRankP99AndMax() {
         let summary = Summary((1 ... 200).map(Double.init).shuffled())
         XCTAssertEqual(summary?.average, 100.5)
