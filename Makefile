@@ -2,7 +2,9 @@
 #   make test        install missing Debian packages, build everything, run every test (system PipeWire and 1.4.2)
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
-#   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~25 min)
+#   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~25 min);
+#                    `make bench-live PIPEWIRE=1.4` on PipeWire 1.4.2 against filter-chain 1.4.2
+#   make bench-render  `pw-convolver render` beside zita's fconvolver on the same files (~5 min)
 #   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
 #   make install     user-level (~/.local, ~/.config); `make install PREFIX=/usr/local` system-wide
 #   make uninstall   the same variables; removes every file install wrote
@@ -17,7 +19,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox wireplumber
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build test test-pipewire-system test-pipewire-1.4 demo bench bench-live soak clean install uninstall
+.PHONY: deps build test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-render soak clean install uninstall
 
 # Installs only what is missing; `apt-get update` only when something must be installed.
 deps:
@@ -49,8 +51,19 @@ demo: build
 bench: build
 	.build/release/pw-convolver bench
 
+# The PipeWire bench-live runs on: the system's, or 1.4.2 (its build shares `make test`'s flags and cache).
+PIPEWIRE ?= system
 bench-live: build
-	$(PYTHON) scripts/bench-live.py
+ifeq ($(PIPEWIRE),1.4)
+	eval "$$(scripts/pipewire-1.4.sh env)" && \
+		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests
+endif
+	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE)
+
+# fconvolver comes with Debian's jconvolver (only this benchmark needs it).
+bench-render: build
+	command -v fconvolver >/dev/null || $(SUDO) apt-get install -y jconvolver
+	$(PYTHON) scripts/bench-render.py
 
 soak: build
 	$(PYTHON) scripts/soak.py

@@ -23,11 +23,19 @@ With a 0.001 s IR among the cases, each system's CPU there is its floor (a clien
 every cycle: on a small virtual machine most of what either system costs), and the CPU above it,
 the convolution's own, is compared too.
 
+--pipewire 1.4 runs both on PipeWire 1.4.2 and WirePlumber 0.5.8 from the prefix of
+scripts/pipewire-1.4.sh (our node built against it by `make test-pipewire-1.4`): filter-chain 1.4.2
+is the rival there (it has AVX kernels). WirePlumber runs beside the daemon only to configure the
+filter-chain streams' ports (headless, 1.4.2's streams get one port each without it); nothing is
+autoconnected. The recorder is the tests' own (Tests/SyncRecorder), which runs in the cycle on
+both versions (1.x's pw-record runs a cycle late).
+
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
   /usr/bin/python3 scripts/bench-live.py --seconds 5 --ir 1 --quantum 256   # a smoke run
   /usr/bin/python3 scripts/bench-live.py --ir 3 --quantum 256 --rounds 3      # ratios and their median
   /usr/bin/python3 scripts/bench-live.py --ir 0.001,3 --quantum 256 --rounds 3  # and the CPU above each floor
+  /usr/bin/python3 scripts/bench-live.py --pipewire 1.4 --ir 0.001,3,10 --quantum 256,1024 --rounds 3
 """
 import argparse
 import json
@@ -50,11 +58,22 @@ from scipy.signal import fftconvolve
 warnings.filterwarnings("ignore", category=wavfile.WavFileWarning)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RATE = 48000
-PORTS = "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
+PORTS = ("adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
+         " node.autoconnect = false")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # An IR this short costs next to nothing: a run with it measures a system's floor (see print_above_floor).
 FLOOR_IR_SECONDS = 0.001
 JUDGE_RECORD = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/judge_record.py")
+SYNC_RECORDER = os.path.join(ROOT, "Tests/SyncRecorder/sync_record.c")
+
+
+def pipewire_environment(version):
+    """The environment for one PipeWire: this system's, or 1.4.2's prefix (scripts/pipewire-1.4.sh env)."""
+    if version == "system":
+        return dict(os.environ)
+    dump = subprocess.run(["bash", "-c", f'eval "$({ROOT}/scripts/pipewire-1.4.sh env)" && env -0'], check=True,
+                          capture_output=True, text=True).stdout
+    return dict(item.split("=", 1) for item in dump.split("\0") if "=" in item)
 
 
 def synthetic_ir(seconds, seed):
@@ -71,15 +90,27 @@ def synthetic_ir(seconds, seed):
 class Graph:
     """A private headless PipeWire daemon (scripts/private-pipewire.sh) and the processes of one case."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, base_env, session_manager):
         self.directory = directory
-        self.env = dict(os.environ, XDG_RUNTIME_DIR=directory, PIPEWIRE_DEBUG="1")
+        self.env = dict(base_env, XDG_RUNTIME_DIR=directory, PIPEWIRE_DEBUG="1")
         self.env.pop("PIPEWIRE_REMOTE", None)
         subprocess.run([f"{ROOT}/scripts/private-pipewire.sh", "start", directory], check=True,
-                       stdout=subprocess.DEVNULL)
+                       stdout=subprocess.DEVNULL, env=self.env)
+        self.session_manager = None
+        if session_manager:
+            self.session_manager = self.start(["wireplumber", "--profile", "policy"], "wireplumber.log",
+                                              {"XDG_STATE_HOME": os.path.join(directory, "state"),
+                                               "XDG_CONFIG_HOME": os.path.join(directory, "config-home")})
+            time.sleep(2)
+        self.recorder = os.path.join(directory, "sync_record")
+        subprocess.run(["bash", "-c", f'cc -O2 -o "{self.recorder}" "{SYNC_RECORDER}" $(pkg-config --cflags --libs libpipewire-0.3)'],
+                       check=True, env=self.env)
 
     def stop(self):
-        subprocess.run([f"{ROOT}/scripts/private-pipewire.sh", "stop", self.directory], check=False)
+        if self.session_manager:
+            self.session_manager.terminate()
+            self.session_manager.wait(timeout=10)
+        subprocess.run([f"{ROOT}/scripts/private-pipewire.sh", "stop", self.directory], check=False, env=self.env)
 
     def run(self, *args):
         return subprocess.run(args, env=self.env, check=True, capture_output=True, text=True).stdout
@@ -183,16 +214,15 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
                             "--args", f'{{ test.record-calls = "{calls_path}" }}'], f"{tag}.log")
         inputs, outputs = f"{name}:input_", f"{name}:output_"
         measured = [name]
-    recording = os.path.join(graph.directory, f"{tag}.wav")
+    recording = os.path.join(graph.directory, f"{tag}.f32")
     try:
         # The node plans its FFTs (FFTW_MEASURE) before it shows ports: allow for a busy machine.
         graph.wait_for_ports([inputs + "FL", outputs + "FL"], timeout=180)
-        # The recorder wants the driver so the chain is clocked; the player waits to be linked.
         # One recorder takes the system's input (FL FR: what pw-play sends) and its output (RL RR)
         # in the same cycles, so the output is judged against what the system received.
-        recorder = graph.start(["pw-record", "-P", f"{{ node.name = rec-{tag} node.want-driver = true {PORTS} }}",
-                                "--format", "f32", "--rate", str(RATE), "--channels", "4", "--channel-map", "FL,FR,RL,RR",
-                                recording], f"rec-{tag}.log")
+        # It wants the driver (PIPEWIRE_PROPS, read by pw_filter) so the chain is clocked; the player waits to be linked.
+        recorder = graph.start([graph.recorder, f"rec-{tag}", "FL,FR,RL,RR", recording, str(int(3 * seconds + 60))],
+                               f"rec-{tag}.log", {"PIPEWIRE_PROPS": "{ node.want-driver = true }"})
         player = graph.start(["pw-play", "-P", f"{{ node.name = play-{tag} node.want-driver = false {PORTS} }}",
                               input_path], f"play-{tag}.log")
         graph.wait_for_ports([f"play-{tag}:output_FL", f"rec-{tag}:input_FL"])
@@ -218,7 +248,7 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
             saved.write(top_output)
         if top.returncode != 0:
             raise RuntimeError(f"pw-convolver top exited {top.returncode}:\n{top_output[-3000:]}")
-        recorder.send_signal(signal.SIGINT)  # pw-record writes its WAV header on SIGINT
+        recorder.send_signal(signal.SIGINT)  # the recorder writes its file on SIGINT
         recorder.wait(timeout=30)
     finally:
         node.send_signal(signal.SIGINT)
@@ -294,7 +324,7 @@ def compare_recording(recording, ir_path):
     (both systems add no latency): frames off by more than 1e-4 and the error in dB. A cycle the
     recorder lost shows here as wrong frames too; our node's own record (`own_record`) is the
     exact judge of our output, as in the test suite."""
-    recorded = wavfile.read(recording)[1].astype(np.float64)
+    recorded = np.fromfile(recording, dtype=np.float32).reshape(-1, 4).astype(np.float64)
     ir = wavfile.read(ir_path)[1].astype(np.float64)
     wrong, error, energy = 0, 0.0, 0.0
     for channel in range(2):
@@ -340,7 +370,9 @@ def main():
     parser.add_argument("--ir", default="1,3,10", help="IR lengths in seconds (default 1,3,10)")
     parser.add_argument("--quantum", default="64,256,1024", help="quanta (default 64,256,1024)")
     parser.add_argument("--systems", default="filter-chain,swift-convolver")
-    parser.add_argument("--executable", default=f"{ROOT}/.build/release/pw-convolver")
+    parser.add_argument("--pipewire", choices=["system", "1.4"], default="system",
+                        help="the PipeWire to run on: this system's, or 1.4.2 from scripts/pipewire-1.4.sh")
+    parser.add_argument("--executable", help="pw-convolver (default: the release build for that PipeWire)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="runs of each case, the systems' order alternating (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (recordings, logs)")
@@ -348,6 +380,12 @@ def main():
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
+    if args.executable is None:
+        build = ".build/release" if args.pipewire == "system" else ".build/pipewire-1.4/build/release"
+        args.executable = f"{ROOT}/{build}/pw-convolver"
+    base_env = pipewire_environment(args.pipewire)
+    version = subprocess.run(["pkg-config", "--modversion", "libpipewire-0.3"], env=base_env, capture_output=True,
+                             text=True).stdout.strip()
     systems = args.systems.split(",")
     if "swift-convolver" in systems and not swift_node_available(args.executable):
         print("note: `pw-convolver run` is not available in this build yet: measuring filter-chain only",
@@ -358,7 +396,7 @@ def main():
     os.chmod(directory, 0o700)
     rng = np.random.default_rng(1)
     noise = (rng.uniform(-0.25, 0.25, (int(args.seconds * RATE), 2))).astype(np.float32)
-    graph = Graph(os.path.join(directory, "pw"))
+    graph = Graph(os.path.join(directory, "pw"), base_env, session_manager=args.pipewire != "system" and "filter-chain" in systems)
     results = []
     try:
         for ir_seconds in [float(s) for s in args.ir.split(",")]:
@@ -395,9 +433,9 @@ def main():
         if not args.keep:
             subprocess.run(["rm", "-rf", directory], check=False)
 
-    print(f"\nbench-live: {args.seconds:g} s stereo noise at {RATE} Hz, private headless PipeWire (Dummy-Driver)")
+    print(f"\nbench-live: {args.seconds:g} s stereo noise at {RATE} Hz, private headless PipeWire {version} (Dummy-Driver)")
     print("wrong = recorded output frames more than 1e-4 from numpy's convolution of the input recorded beside")
-    print("        them in one pw-record stream, at lag 0 (a cycle the recorder lost counts too); our node's own")
+    print("        them by one recorder, at lag 0 (a cycle the recorder lost counts too); our node's own")
     print("        record of every call is held to numpy's convolution of its own input below")
     def case(ir_seconds, quantum, round_index):
         return f"{ir_seconds:>5g} {quantum:>7}" + (f" {round_index:>5}" if args.rounds > 1 else "")
@@ -443,7 +481,7 @@ def main():
         if r is not None and r["statistics"]:
             st = r["statistics"]
             print(f"{case(ir_seconds, quantum, round_index)}  calls {st.get('calls')}, late cycles {st.get('late-cycles')} "
-                  f"(started late {st.get('late-cycles-started-late')}), missed cycles {st.get('missed-cycles')}, "
+                  f"(started late {st.get('late-cycles-started-late')}, own {st.get('late-cycles-own')}), missed cycles {st.get('missed-cycles')}, "
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")
