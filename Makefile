@@ -60,9 +60,9 @@ ifeq ($(PIPEWIRE),1.4)
 endif
 	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE)
 
-# fconvolver comes with Debian's jconvolver (only this benchmark needs it).
+# fconvolver comes with Debian's jconvolver, GNU time measures both (only this benchmark needs them).
 bench-render: build
-	command -v fconvolver >/dev/null || $(SUDO) apt-get install -y jconvolver
+	command -v fconvolver >/dev/null && test -x /usr/bin/time || $(SUDO) apt-get install -y jconvolver time
 	$(PYTHON) scripts/bench-render.py
 
 soak: build

@@ -11,32 +11,38 @@ enum RenderCommand: Command {
     Usage: pw-convolver render --ir FILE|builtin:NAME [--block N] [--rate R] [--threads T] IN OUT.wav
 
     Convolves IN (any format libsndfile reads) with the IR and writes OUT as 32-bit float WAV,
-    including the IR's tail. The engine is fed --block frames per call, as PipeWire would.
+    including the IR's tail. IN is read and OUT written block by block: memory does not grow with
+    the file's length.
       --ir FILE|builtin:NAME  the impulse response (builtin: dirac, hall, hilbert); 1 channel for all,
                               one per input channel, or 4 for true stereo (LL LR RL RR)
-      --block N               frames per call, 1...8192 (default 256)
+      --block N               feed the engine N frames per call, 1...8192, as PipeWire would at
+                              quantum N (default: \(throughputBlock), planned for throughput; any
+                              block gives the same output to float precision)
       --rate R                the rate to render at, as a check: IN must be at R Hz (default: IN's rate);
                               the IR is resampled to it (libsoxr)
       --threads T             run the levels on helper threads (auto, levels, or N), as the node
                               does; the output is the same bit for bit (default: inline, no threads)
     """
 
+    /// Offline there is no deadline: large calls, so few and large partitions (the head's FFTs
+    /// and per-call costs amortised over many frames).
+    static let throughputBlock = 8192
+
     static func run(_ arguments: [String]) throws {
         var options = try OptionParser(arguments, flags: [], valued: ["--ir", "--block", "--rate", "--threads"])
         try options.finish(positionalCount: 2)
         guard let irSpec = options.string("--ir") else { throw UsageError("--ir is required") }
-        let block = try options.integer("--block", in: 1...8192) ?? 256
+        let block = try options.integer("--block", in: 1...8192) ?? throughputBlock
         let (inputPath, outputPath) = (options.positional[0], options.positional[1])
 
-        let input = try AudioFile.read(path: inputPath)
-        let rate = try options.double("--rate") ?? input.sampleRate
-        guard rate == input.sampleRate else {
-            throw UsageError("\(inputPath) is at \(Int(input.sampleRate)) Hz, not the --rate \(Int(rate)) Hz; "
+        let input = try SoundFileReader(path: inputPath)
+        let rate = try options.double("--rate") ?? input.info.sampleRate
+        guard rate == input.info.sampleRate else {
+            throw UsageError("\(inputPath) is at \(Int(input.info.sampleRate)) Hz, not the --rate \(Int(rate)) Hz; "
                              + "convert it first (e.g. sox IN -r \(Int(rate)) IN-\(Int(rate)).wav)")
         }
-        let channels = input.channels
         let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate)
-        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channels.count)
+        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: input.info.channelCount)
         let scheduler: any LevelJobScheduler
         if let threads = options.string("--threads") {
             guard let count = ThreadCount(argument: threads) else {
@@ -48,20 +54,74 @@ enum RenderCommand: Command {
         } else {
             scheduler = InlineScheduler()
         }
-        let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: block),
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: block, sampleRate: rate),
                                            scheduler: scheduler)
         defer { engine.stop() }
+        let output = try SoundFileWriter(path: outputPath, sampleRate: rate, channelCount: matrix.outputCount)
 
-        // Feed the tail out with silence: the output is input length + IR length - 1.
-        let tail = max(0, impulseResponse.frameCount - 1)
-        let padded = channels.map { $0 + [Float](repeating: 0, count: tail) }
         let cpuStart = clock()
-        let rendered = engine.process(padded, blockSize: block)
+        // The output is the input's length plus the IR's tail (length - 1), fed out with silence.
+        let frameCount = try stream(input, through: engine, into: output, blockSize: block,
+                                    tailFrames: max(0, impulseResponse.frameCount - 1))
+        try output.close()
         let cpuSeconds = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
-        try AudioFile.write(path: outputPath, sampleRate: rate, channels: rendered, format: .float32Wav)
-        let seconds = Double(padded[0].count) / rate
-        FileHandle.standardError.write(Data(String(
-            format: "rendered %.2f s of %d-channel audio in %.3f s of CPU (plan %@) to %@\n",
-            seconds, channels.count, cpuSeconds, engine.plan.description, outputPath).utf8))
+        // Not String(format:): Foundation's formatting maps its ICU data (40 MB) into the process.
+        fputs("rendered \(decimal(Double(frameCount) / rate, 2)) s of \(input.info.channelCount)-channel audio in "
+              + "\(decimal(cpuSeconds, 3)) s of CPU (plan \(engine.plan)) to \(outputPath)"
+              + (peakMemoryKilobytes().map { ", peak memory \(decimal(Double($0) / 1024, 1)) MB" } ?? "") + "\n", stderr)
+    }
+
+    /// This process's peak resident memory (VmHWM of /proc/self/status): its own pages only, not
+    /// the pre-exec peak that getrusage reports for a process its parent forked big.
+    static func peakMemoryKilobytes() -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        return Int(line.split(separator: " ").dropFirst().first ?? "")
+    }
+
+    /// `value` with `digits` decimals (non-negative values).
+    static func decimal(_ value: Double, _ digits: Int) -> String {
+        var scale = 1.0
+        for _ in 0..<digits { scale *= 10 }
+        let scaled = Int((value * scale).rounded())
+        let whole = scaled / Int(scale), fraction = String(scaled % Int(scale))
+        return digits == 0 ? "\(whole)" : "\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
+    }
+
+    /// Reads `input` block by block (then `tailFrames` of silence), convolves, writes; returns
+    /// the frames written.
+    static func stream(_ input: SoundFileReader, through engine: ConvolutionEngine, into output: SoundFileWriter,
+                       blockSize: Int, tailFrames: Int) throws -> Int {
+        let (inputCount, outputCount) = (input.info.channelCount, output.channelCount)
+        var interleavedIn = [Float](repeating: 0, count: blockSize * inputCount)
+        var interleavedOut = [Float](repeating: 0, count: blockSize * outputCount)
+        let inputs = (0..<inputCount).map { _ in AlignedFloats(count: blockSize) }
+        let outputs = (0..<outputCount).map { _ in AlignedFloats(count: blockSize) }
+        let inputPointers = inputs.map { UnsafePointer<Float>?(UnsafePointer($0.pointer)) }
+        let outputPointers = outputs.map { Optional($0.pointer) }
+        let total = input.info.frameCount + tailFrames
+        var done = 0
+        while done < total {
+            let count = min(blockSize, total - done)
+            let wanted = max(0, min(count, input.info.frameCount - done))
+            let read = wanted > 0 ? try interleavedIn.withUnsafeMutableBufferPointer { try input.readInterleaved(into: $0, frames: wanted) } : 0
+            guard read == wanted else {
+                throw AudioFileError.truncated(path: input.path, detail: "the header promises \(input.info.frameCount) frames "
+                                               + "but reading stopped after \(done + read)")
+            }
+            for channel in 0..<inputCount {
+                let planar = inputs[channel].pointer
+                for frame in 0..<read { planar[frame] = interleavedIn[frame * inputCount + channel] }
+                (planar + read).update(repeating: 0, count: count - read)
+            }
+            engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+            for channel in 0..<outputCount {
+                let planar = outputs[channel].pointer
+                for frame in 0..<count { interleavedOut[frame * outputCount + channel] = planar[frame] }
+            }
+            try interleavedOut.withUnsafeBufferPointer { try output.write(interleaved: $0, frames: count) }
+            done += count
+        }
+        return done
     }
 }

@@ -56,8 +56,9 @@ final class RenderCommandTests: XCTestCase {
         try AudioFile.write(path: inputPath, sampleRate: 48000, channels: input, format: .float32Wav)
         try AudioFile.write(path: irPath, sampleRate: 48000, channels: impulse, format: .float32Wav)
 
-        for threads in [[], ["--threads", "auto"]] {
-        let result = try render(["--ir", irPath, "--block", "77"] + threads + [inputPath, outputPath])
+        // A node-like call size, with and without helper threads, and the default (throughput) block.
+        for options in [["--block", "77"], ["--block", "77", "--threads", "auto"], []] {
+        let result = try render(["--ir", irPath] + options + [inputPath, outputPath])
         XCTAssertEqual(result.status, 0, result.errors)
         let output = try AudioFile.read(path: outputPath)
         XCTAssertEqual(output.sampleRate, 48000)
@@ -65,9 +66,33 @@ final class RenderCommandTests: XCTestCase {
         XCTAssertEqual(output.channels[0].count, 20000 + 7000 - 1, "input plus the IR's tail")
         for channel in 0..<2 {
             let expected = Reference.convolve(input[channel], impulse[channel], outputLength: 26999)
-            XCTAssertLessThanOrEqual(Reference.relativeErrorDB(output.channels[channel], expected), -100, "\(threads)")
+            XCTAssertLessThanOrEqual(Reference.relativeErrorDB(output.channels[channel], expected), -100, "\(options)")
         }
         }
+    }
+
+    /// The files are streamed: six times the input, about the same peak memory (reading or
+    /// writing whole files would add 2 channels × 4 bytes × 2 files = 0.77 MB per second of audio).
+    func testRenderMemoryDoesNotGrowWithTheInput() throws {
+        try Self.requireExecutable()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("render-rss-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var peaks: [Double] = []
+        for seconds in [10, 60] {
+            var generator = SeededGenerator(seed: UInt64(seconds))
+            let input = (0..<2).map { _ in [Float].noise(seconds * 48000, using: &generator).map { $0 * 0.25 } }
+            let inputPath = directory.appendingPathComponent("in-\(seconds).wav").path
+            try AudioFile.write(path: inputPath, sampleRate: 48000, channels: input)
+            // Its own report (VmHWM): a child's rusage peak would be this big test process's, carried over exec.
+            let result = try render(["--ir", "builtin:hall", inputPath, directory.appendingPathComponent("out.wav").path])
+            XCTAssertEqual(result.status, 0, result.errors)
+            let peak = try XCTUnwrap(result.errors.range(of: #"peak memory ([0-9.]+) MB"#, options: .regularExpression)
+                .map { Double(result.errors[$0].split(separator: " ")[2]) ?? -1 }, result.errors)
+            peaks.append(peak)
+        }
+        print("render peak RSS: \(peaks.map { String(format: "%.1f", $0) }) MB for 10 s and 60 s of stereo input")
+        XCTAssertLessThan(peaks[1], peaks[0] + 8, "peak RSS (MB) for 10 s and 60 s: \(peaks)")
     }
 
     func testRenderRefusesBadInputWithAClearMessage() throws {

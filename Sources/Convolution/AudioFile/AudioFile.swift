@@ -48,11 +48,39 @@ public enum AudioFile {
         guard channels.allSatisfy({ $0.count == frameCount }) else {
             throw .cannotWrite(path: path, reason: "channels differ in length: \(channels.map(\.count))")
         }
+        let writer = try SoundFileWriter(path: path, sampleRate: sampleRate, channelCount: channels.count, format: format)
+        let channelCount = channels.count
+        let chunkFrames = 16384
+        var interleaved = [Float](repeating: 0, count: chunkFrames * channelCount)
+        var written = 0
+        while written < frameCount {
+            let count = min(chunkFrames, frameCount - written)
+            for frame in 0..<count {
+                for channel in 0..<channelCount {
+                    interleaved[frame * channelCount + channel] = channels[channel][written + frame]
+                }
+            }
+            try interleaved.withUnsafeBufferPointer { buffer throws(AudioFileError) in try writer.write(interleaved: buffer, frames: count) }
+            written += count
+        }
+        try writer.close()
+    }
+}
+
+/// A WAV file written block by block (memory independent of its length). `close()` finishes it;
+/// a writer dropped without it closes the file as far as it got.
+public final class SoundFileWriter {
+    public let path: String
+    public let channelCount: Int
+    private var handle: OpaquePointer?
+    private var written = 0
+
+    public init(path: String, sampleRate: Double, channelCount: Int, format: AudioFile.Format = .float32Wav) throws(AudioFileError) {
+        guard channelCount > 0 else { throw .cannotWrite(path: path, reason: "no channels given") }
         guard sampleRate.isFinite, sampleRate >= 1, sampleRate <= Double(Int32.max),
               sampleRate == sampleRate.rounded() else {
             throw .cannotWrite(path: path, reason: "sample rate \(sampleRate) is not a positive whole number of Hz")
         }
-
         let encoding: Int32
         switch format {
         case .float32Wav: encoding = Int32(SF_FORMAT_FLOAT)
@@ -61,39 +89,38 @@ public enum AudioFile {
         }
         var sfInfo = SF_INFO()
         sfInfo.samplerate = Int32(sampleRate)
-        sfInfo.channels = Int32(channels.count)
+        sfInfo.channels = Int32(channelCount)
         sfInfo.format = Int32(SF_FORMAT_WAV) | encoding
         guard let handle = sf_open(path, Int32(SFM_WRITE), &sfInfo) else {
             throw .cannotWrite(path: path, reason: String(cString: sf_strerror(nil)))
         }
         // Out-of-range floats clip instead of wrapping around in integer formats.
         sf_command(handle, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        self.path = path
+        self.channelCount = channelCount
+        self.handle = handle
+    }
 
-        let channelCount = channels.count
-        let chunkFrames = 16384
-        var interleaved = [Float](repeating: 0, count: chunkFrames * channelCount)
-        var written = 0
-        var failure: String?
-        while written < frameCount {
-            let count = min(chunkFrames, frameCount - written)
-            for frame in 0..<count {
-                for channel in 0..<channelCount {
-                    interleaved[frame * channelCount + channel] = channels[channel][written + frame]
-                }
-            }
-            // Sound: the buffer holds chunkFrames * channelCount floats and we write count <= chunkFrames frames.
-            let done = interleaved.withUnsafeBufferPointer { sf_writef_float(handle, $0.baseAddress, sf_count_t(count)) }
-            if done != count {
-                failure = "wrote \(written + Int(done)) of \(frameCount) frames: " + String(cString: sf_strerror(handle))
-                break
-            }
-            written += count
+    deinit { if let handle { sf_close(handle) } }
+
+    /// Appends `frames` frames of `channelCount` interleaved samples from `interleaved`.
+    public func write(interleaved: UnsafeBufferPointer<Float>, frames: Int) throws(AudioFileError) {
+        guard let handle else { throw .cannotWrite(path: path, reason: "already closed") }
+        precondition(frames * channelCount <= interleaved.count, "fewer samples than frames")
+        let done = Int(sf_writef_float(handle, interleaved.baseAddress, sf_count_t(frames)))
+        guard done == frames else {
+            throw .cannotWrite(path: path, reason: "wrote \(written + max(done, 0)) frames of \(written + frames): "
+                               + String(cString: sf_strerror(handle)))
         }
-        let closeResult = sf_close(handle)
-        if let failure { throw .cannotWrite(path: path, reason: failure) }
-        if closeResult != 0 {
-            throw .cannotWrite(path: path, reason: String(cString: sf_error_number(closeResult)))
-        }
+        written += frames
+    }
+
+    /// Finishes the file (its header's sizes).
+    public func close() throws(AudioFileError) {
+        guard let handle else { return }
+        self.handle = nil
+        let result = sf_close(handle)
+        if result != 0 { throw .cannotWrite(path: path, reason: String(cString: sf_error_number(result))) }
     }
 }
 
@@ -135,13 +162,13 @@ public enum AudioFileError: Error, Equatable, CustomStringConvertible {
 /// The file is opened with `open(2)` first, so that a missing file, a permission problem or a
 /// directory are told apart from contents libsndfile does not understand; libsndfile then reads
 /// from that descriptor.
-final class SoundFileReader {
-    let path: String
-    let info: AudioFile.Info
+public final class SoundFileReader {
+    public let path: String
+    public let info: AudioFile.Info
     private let descriptor: Int32
     private let handle: OpaquePointer
 
-    init(path: String) throws(AudioFileError) {
+    public init(path: String) throws(AudioFileError) {
         self.path = path
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else {
@@ -223,6 +250,15 @@ final class SoundFileReader {
             done += got
         }
         return channels
+    }
+
+    /// Reads the next `frames` frames (fewer at the end of the file) of all channels, interleaved,
+    /// into `interleaved`, from where the last read stopped; returns how many it read.
+    public func readInterleaved(into interleaved: UnsafeMutableBufferPointer<Float>, frames: Int) throws(AudioFileError) -> Int {
+        precondition(frames * info.channelCount <= interleaved.count, "a buffer smaller than the frames asked for")
+        let got = Int(sf_readf_float(handle, interleaved.baseAddress, sf_count_t(frames)))
+        guard got >= 0 else { throw .truncated(path: path, detail: String(cString: sf_strerror(handle))) }
+        return got
     }
 
     /// For a RIFF/WAVE file: a description of the shortfall when the `data` chunk declares more
