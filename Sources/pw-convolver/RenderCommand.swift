@@ -41,8 +41,6 @@ enum RenderCommand: Command {
             throw UsageError("\(inputPath) is at \(Int(input.info.sampleRate)) Hz, not the --rate \(Int(rate)) Hz; "
                              + "convert it first (e.g. sox IN -r \(Int(rate)) IN-\(Int(rate)).wav)")
         }
-        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate)
-        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: input.info.channelCount)
         let scheduler: any LevelJobScheduler
         if let threads = options.string("--threads") {
             guard let count = ThreadCount(argument: threads) else {
@@ -54,21 +52,36 @@ enum RenderCommand: Command {
         } else {
             scheduler = InlineScheduler()
         }
-        let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: block, sampleRate: rate),
-                                           scheduler: scheduler)
+        let (engine, tailFrames) = try makeEngine(irSpec, rate: rate, channelCount: input.info.channelCount, block: block,
+                                                  throughput: options.string("--block") == nil, scheduler: scheduler)
         defer { engine.stop() }
-        let output = try SoundFileWriter(path: outputPath, sampleRate: rate, channelCount: matrix.outputCount)
+        let output = try SoundFileWriter(path: outputPath, sampleRate: rate, channelCount: engine.outputCount)
 
         let cpuStart = clock()
         // The output is the input's length plus the IR's tail (length - 1), fed out with silence.
         let frameCount = try stream(input, through: engine, into: output, blockSize: block,
-                                    tailFrames: max(0, impulseResponse.frameCount - 1))
+                                    tailFrames: tailFrames)
         try output.close()
         let cpuSeconds = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
         // Not String(format:): Foundation's formatting maps its ICU data (40 MB) into the process.
         fputs("rendered \(decimal(Double(frameCount) / rate, 2)) s of \(input.info.channelCount)-channel audio in "
               + "\(decimal(cpuSeconds, 3)) s of CPU (plan \(engine.plan)) to \(outputPath)"
               + (peakMemoryKilobytes().map { ", peak memory \(decimal(Double($0) / 1024, 1)) MB" } ?? "") + "\n", stderr)
+    }
+
+    /// The engine for the IR at `rate`, and the IR's tail (its length - 1). The IR's samples are
+    /// gone when this returns: the engine holds the IR as spectra.
+    static func makeEngine(_ irSpec: String, rate: Double, channelCount: Int, block: Int, throughput: Bool,
+                           scheduler: any LevelJobScheduler) throws -> (ConvolutionEngine, tailFrames: Int) {
+        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate)
+        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+        // Throughput: one uniform partition of the block (no planner, so none of its machine
+        // measurements, which take time and 32 MB); a given --block is planned as the node would.
+        let configuration = throughput
+            ? EngineConfiguration.uniform(blockSize: block, impulseLength: matrix.impulseLength)
+            : EngineConfiguration(expectedBlockSize: block, sampleRate: rate)
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
+        return (engine, max(0, impulseResponse.frameCount - 1))
     }
 
     /// This process's peak resident memory (VmHWM of /proc/self/status): its own pages only, not

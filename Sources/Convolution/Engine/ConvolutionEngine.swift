@@ -40,16 +40,19 @@ public final class ConvolutionEngine: LevelJobRunner {
         self.plan = plan
         inputCount = matrix.inputCount
         outputCount = matrix.outputCount
-        let routing = Routing(matrix)
+        let sortedEntries = Routing.sortedEntries(matrix)
+        let routing = Routing(matrix, sortedEntries: sortedEntries)
         self.routing = routing
         let largestBlock = plan.levels.map(\.blockSize).max()!
         // Room for the longest job window (2 blocks) plus a late helper and the largest call.
         history = InputHistory(channelCount: inputCount, minimumCapacity: 8 * largestBlock + 16384)
-        let impulses = routing.sortedEntries.map(\.impulse)
+        // The levels keep the IR as spectra: the samples are not kept (a long IR's megabytes).
+        let impulses = sortedEntries.map(\.impulse)
         head = HeadLevel(plan.head, impulses: impulses, routing: routing)
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
-        let partCount = try scheduler.prepare(runner: self, levels: PartitionPlanner.tailSchedules(plan.levels, problem, .measured),
+        let schedules = scheduler.usesLevelSchedules ? PartitionPlanner.tailSchedules(plan.levels, problem, .measured) : []
+        let partCount = try scheduler.prepare(runner: self, levels: schedules,
                                               split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
         spreadLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
@@ -164,7 +167,6 @@ public final class ConvolutionEngine: LevelJobRunner {
 
 /// The matrix entries, sorted by output, as flat tables the real-time loops can read.
 final class Routing {
-    let sortedEntries: [ConvolutionMatrix.Entry]
     let entryCount: Int
     let inputCount: Int
     let outputCount: Int
@@ -173,8 +175,12 @@ final class Routing {
     /// Entries of output o are `firstEntry[o] ..< firstEntry[o + 1]`.
     let firstEntry: UnsafeMutablePointer<Int>
 
-    init(_ matrix: ConvolutionMatrix) {
-        sortedEntries = matrix.entries.sorted { ($0.output, $0.input) < ($1.output, $1.input) }
+    /// The order of the tables: by output, then input.
+    static func sortedEntries(_ matrix: ConvolutionMatrix) -> [ConvolutionMatrix.Entry] {
+        matrix.entries.sorted { ($0.output, $0.input) < ($1.output, $1.input) }
+    }
+
+    init(_ matrix: ConvolutionMatrix, sortedEntries: [ConvolutionMatrix.Entry]) {
         entryCount = sortedEntries.count
         inputCount = matrix.inputCount
         outputCount = matrix.outputCount

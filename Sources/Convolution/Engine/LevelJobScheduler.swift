@@ -72,6 +72,9 @@ public protocol LevelJobScheduler: AnyObject {
     /// Setup, off the real-time thread: the levels to run (index 0 here is engine level 1).
     /// Called again (after `stop()`) when the engine is rebuilt.
     func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws
+    /// Whether `prepare` reads the levels' deadlines and cost estimates (costed with this
+    /// machine's measured costs, which take time and memory to measure once per process).
+    var usesLevelSchedules: Bool { get }
     /// Input block `block` of `level` is complete. `dueInSamples`: samples from the start of the
     /// current `process` call until the result is needed. Real-time safe, never blocks.
     func post(level: Int, block: Int, dueInSamples: Int)
@@ -102,6 +105,8 @@ public protocol LevelJobScheduler: AnyObject {
 extension LevelJobScheduler {
     /// Default: the scheduler runs every level.
     public var dataThreadLevelCount: Int { 0 }
+    /// Default: it does.
+    public var usesLevelSchedules: Bool { true }
     /// Default: no split.
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
         try prepare(runner: runner, levels: levels)
@@ -123,6 +128,9 @@ public final class InlineScheduler: LevelJobScheduler {
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
         self.runner = runner
     }
+
+    /// It runs every job at once, whatever its deadline.
+    public var usesLevelSchedules: Bool { false }
 
     /// Real-time safe: runs the job on the caller's thread.
     public func post(level: Int, block: Int, dueInSamples: Int) {

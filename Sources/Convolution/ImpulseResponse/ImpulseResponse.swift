@@ -84,6 +84,7 @@ public struct ImpulseResponse: Sendable, Equatable {
         try checkFinite(spec, source.channels, firstChannel: options.channel ?? 0, firstFrame: source.firstFrame)
 
         var channels = source.channels
+        source.channels = []   // the only reference left: trimming below then works in place
         var addedDelayFrames = 0
         var preRingingPeakDB: Float?
         if source.sampleRate != targetRate {
@@ -97,7 +98,7 @@ public struct ImpulseResponse: Sendable, Equatable {
         }
 
         if let thresholdDB = options.trimThresholdDB {
-            channels = trimTrailingSilence(channels, thresholdDB: thresholdDB)
+            trimTrailingSilence(&channels, thresholdDB: thresholdDB)
         }
 
         let delayFrames = options.delay.frames(atSampleRate: targetRate)
@@ -186,12 +187,14 @@ public struct ImpulseResponse: Sendable, Equatable {
 
     /// Cuts every channel after the last frame where any channel reaches `thresholdDB` below the
     /// peak of all channels. Keeps at least one frame.
-    static func trimTrailingSilence(_ channels: [[Float]], thresholdDB: Float) -> [[Float]] {
+    static func trimTrailingSilence(_ channels: inout [[Float]], thresholdDB: Float) {
         let peak = channels.map { $0.reduce(0) { max($0, abs($1)) } }.max() ?? 0
-        guard peak > 0 else { return channels.map { Array($0.prefix(1)) } }
         let threshold = peak * powf(10, thresholdDB / 20)
-        let lastAudible = channels.map { $0.lastIndex(where: { abs($0) >= threshold }) ?? 0 }.max() ?? 0
-        return channels.map { Array($0.prefix(lastAudible + 1)) }
+        let lastAudible = peak > 0 ? channels.map { $0.lastIndex(where: { abs($0) >= threshold }) ?? 0 }.max() ?? 0 : 0
+        // In place: a long IR is not copied to drop its tail.
+        for index in channels.indices where channels[index].count > lastAudible + 1 {
+            channels[index].removeSubrange((lastAudible + 1)...)
+        }
     }
 
     private static func checkLength(_ spec: String, frameCount: Int, channelCount: Int, targetRate: Double,
