@@ -18,8 +18,8 @@ final class EngineSlot {
     let plannedBlockSize: Int
     /// The longest IR: after this many frames of silent input the engine's state is all zeros.
     let impulseFrames: Int
-    /// The delay the IRs carry that the user did not ask for (resampler ringing kept with
-    /// `resample.pre-ringing = keep`): the node's process latency, reported to the graph.
+    /// The node's process latency, reported to the graph: the resampler's ringing kept with
+    /// `resample.pre-ringing = keep`, plus the IR's own delay given as `latency`.
     let latencyFrames: Int
 
     init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
@@ -44,7 +44,8 @@ enum EngineFactory {
     /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
     static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
                          context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
-        let (matrix, latencyFrames) = try makeMatrix(configuration, sampleRate: sampleRate)
+        let (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
+        let latencyFrames = reportedLatency(configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
@@ -66,6 +67,21 @@ enum EngineFactory {
         }
         return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
                           plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames)
+    }
+
+    /// The node's latency: the resampler's kept ringing plus `latency` samples, or with `auto` the
+    /// frame of the loudest IR sample (which includes that ringing).
+    static func reportedLatency(_ latency: IRLatency?, of matrix: ConvolutionMatrix, resamplerDelay: Int) -> Int {
+        switch latency {
+        case nil: return resamplerDelay
+        case .samples(let frames)?: return resamplerDelay + frames
+        case .auto?:
+            var (peak, frame) = (Float(0), 0)
+            for entry in matrix.entries {
+                for (index, sample) in entry.impulse.enumerated() where abs(sample) > peak { (peak, frame) = (abs(sample), index) }
+            }
+            return frame
+        }
     }
 
     /// The matrix of `configuration`'s IRs at `sampleRate`, and the latency they carry: with the

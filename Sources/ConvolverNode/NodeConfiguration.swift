@@ -52,6 +52,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// The resampling filter's ringing before time 0: cut (zero added latency) or kept, and then
     /// reported to the graph as the node's latency.
     public var resamplePreRinging: PreRinging = .cut
+    /// `latency`: the delay the IR itself carries (a linear-phase correction FIR's half length),
+    /// reported to the graph as the node's latency so that PipeWire compensates it; nil: none.
+    public var latency: IRLatency?
     /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
     public var impulses: [Impulse] = []
     /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.
@@ -156,6 +159,12 @@ public struct NodeConfiguration: Sendable, Equatable {
                     throw NodeConfigurationError(key: key, message: "'\(name)' is not cut or keep")
                 }
                 configuration.resamplePreRinging = preRinging
+            case "latency":
+                if value.text == "auto" {
+                    configuration.latency = .auto
+                } else {
+                    configuration.latency = .samples(try integer(value, key, 0...sampleCountLimit))
+                }
             case "impulses": configuration.impulses = try impulses(value, key, &warnings)
             case "workgroup":
                 for (subkey, subvalue) in try object(value, key) {
@@ -433,6 +442,13 @@ public struct NodeConfiguration: Sendable, Equatable {
         }
         return impulses
     }
+}
+
+/// The module key `latency`: the delay an IR carries, in samples at the graph rate, or `auto`: the
+/// frame of the IR's loudest sample (for linear-phase FIRs, whose peak is their delay).
+public enum IRLatency: Sendable, Equatable {
+    case samples(Int)
+    case auto
 }
 
 /// How the node shows itself to the graph (module key `mode`).

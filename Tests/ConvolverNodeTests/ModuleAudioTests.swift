@@ -191,6 +191,19 @@ final class ModuleAudioTests: XCTestCase {
                           impulse: kept, expected: kept.addedDelayFrames)
     }
 
+    /// `latency = auto` with a linear-phase FIR (a windowed-sinc low-pass of 401 taps, its peak and
+    /// its delay at frame 200): the node reports those 200 frames as its latency.
+    func testLatencyAutoReportsALinearPhaseFIRsDelay() throws {
+        let taps = (0..<401).map { n -> Float in
+            let x = Double(n - 200) * 0.25   // cutoff at a quarter of the rate's Nyquist band
+            let sinc = x == 0 ? 1 : sin(Double.pi * x) / (Double.pi * x)
+            return Float(0.25 * sinc * (0.54 - 0.46 * cos(2 * Double.pi * Double(n) / 400)))
+        }
+        try TestSignals.write([taps], to: path("fir.wav"))
+        try assertLatency(ofNodeWith: "filename = \"\(path("fir.wav"))\" latency = auto", name: "conv-fir",
+                          impulse: ImpulseResponse(sampleRate: 48_000, channels: [taps]), expected: 200)
+    }
+
     /// Plays through the node into a recorder that reports 500 frames of playback latency, as a
     /// device would; the node's ProcessLatency and `convolver.latency-frames` are `expected`, its
     /// input ports report 500 + `expected`, its output ports 500, and its record is exact with `impulse`.

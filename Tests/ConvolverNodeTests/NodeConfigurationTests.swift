@@ -1,4 +1,5 @@
-import ConvolverNode
+import Convolution
+@testable import ConvolverNode
 import Foundation
 import Workgroup
 import XCTest
@@ -130,6 +131,25 @@ final class NodeConfigurationTests: XCTestCase {
                 XCTAssertEqual((error as? NodeConfigurationError)?.key, key, "\(arguments): \(error)")
             }
         }
+    }
+
+    /// `latency`: samples or `auto`; the reported latency adds the resampler's kept ringing, and
+    /// `auto` is the loudest sample's frame (which includes it).
+    func testLatencyKey() throws {
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x latency = 300").0.latency, .samples(300))
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x latency = auto").0.latency, .auto)
+        XCTAssertNil(try NodeConfiguration.parse(arguments: "filename = x").0.latency)
+        for bad in ["latency = -1", "latency = soon", "latency = 1.5"] {
+            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + bad), bad) { error in
+                XCTAssertEqual((error as? NodeConfigurationError)?.key, "latency", "\(bad): \(error)")
+            }
+        }
+        var impulse = [Float](repeating: 0.1, count: 50)
+        impulse[20] = -0.9
+        let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
+        XCTAssertEqual(EngineFactory.reportedLatency(nil, of: matrix, resamplerDelay: 7), 7)
+        XCTAssertEqual(EngineFactory.reportedLatency(.samples(300), of: matrix, resamplerDelay: 7), 307)
+        XCTAssertEqual(EngineFactory.reportedLatency(.auto, of: matrix, resamplerDelay: 7), 20)
     }
 
     func testSPAJSONAsStrictJSON() throws {
