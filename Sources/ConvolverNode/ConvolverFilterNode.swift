@@ -374,6 +374,7 @@ public final class ConvolverFilterNode {
             "convolver.plan": newestSlot?.planDescription ?? "",
             "convolver.plan-quantum": "\(newestSlot?.plannedBlockSize ?? 0)",
             "convolver.latency-frames": "\(newestSlot?.latencyFrames ?? 0)",
+            "convolver.autogain-db": newestSlot?.autogainDB.map { $0.map { String(format: "%.2f", $0) }.joined(separator: ",") } ?? "off",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",

@@ -21,9 +21,11 @@ final class EngineSlot {
     /// The node's process latency, reported to the graph: the resampler's ringing kept with
     /// `resample.pre-ringing = keep`, plus the IR's own delay given as `latency`.
     let latencyFrames: Int
+    /// With `autogain`, the gain applied to each output's IRs, in dB.
+    let autogainDB: [Double]?
 
     init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
-         plannedBlockSize: Int, impulseFrames: Int, latencyFrames: Int) {
+         plannedBlockSize: Int, impulseFrames: Int, latencyFrames: Int, autogainDB: [Double]?) {
         self.engine = engine
         self.scheduler = scheduler
         self.sampleRate = sampleRate
@@ -32,6 +34,7 @@ final class EngineSlot {
         self.plannedBlockSize = plannedBlockSize
         self.impulseFrames = impulseFrames
         self.latencyFrames = latencyFrames
+        self.autogainDB = autogainDB
     }
 
     /// Stops the engine's scheduler; call off the real-time thread before the last release.
@@ -44,8 +47,7 @@ enum EngineFactory {
     /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
     static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
                          context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
-        let (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
-        let latencyFrames = reportedLatency(configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
+        let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
@@ -66,7 +68,20 @@ enum EngineFactory {
             throw .engine("\(error)")
         }
         return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
-                          plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames)
+                          plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
+                          autogainDB: autogainDB)
+    }
+
+    /// The matrix the engine runs: `makeMatrix`'s, with `autogain` applied (its gains in dB), and
+    /// the latency the node reports for it.
+    static func preparedMatrix(_ configuration: NodeConfiguration, sampleRate: Int)
+        throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?) {
+        var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
+        let latencyFrames = reportedLatency(configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
+        guard configuration.autogain else { return (matrix, latencyFrames, nil) }
+        let gains = Autogain.gains(matrix, sampleRate: Double(sampleRate))
+        matrix = Autogain.apply(gains, to: matrix)
+        return (matrix, latencyFrames, gains.map { 20 * log10(Double($0)) })
     }
 
     /// The node's latency: the resampler's kept ringing plus `latency` samples, or with `auto` the

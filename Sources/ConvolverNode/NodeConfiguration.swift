@@ -55,6 +55,8 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// `latency`: the delay the IR itself carries (a linear-phase correction FIR's half length),
     /// reported to the graph as the node's latency so that PipeWire compensates it; nil: none.
     public var latency: IRLatency?
+    /// `autogain`: scale each output's wet signal so that pink noise keeps its level (`Autogain`).
+    public var autogain = false
     /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
     public var impulses: [Impulse] = []
     /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.
@@ -159,6 +161,7 @@ public struct NodeConfiguration: Sendable, Equatable {
                     throw NodeConfigurationError(key: key, message: "'\(name)' is not cut or keep")
                 }
                 configuration.resamplePreRinging = preRinging
+            case "autogain": configuration.autogain = try boolean(value, key)
             case "latency":
                 if value.text == "auto" {
                     configuration.latency = .auto
