@@ -103,7 +103,7 @@ enum EngineFactory {
     /// resampler's ringing kept, every entry is delayed to the latest one's, so the outputs stay
     /// aligned and the graph can compensate one latency.
     static func makeMatrix(_ configuration: NodeConfiguration,
-                           sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int) {
+                           sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let channelCount = configuration.channelCount
         if configuration.impulses.isEmpty, let filename = configuration.filename {
             let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
@@ -128,9 +128,9 @@ enum EngineFactory {
             let spec = ImpulseResponse.closestInRate(impulse.filename, impulse.rateAlternatives, to: Double(sampleRate))
             loaded.append((impulse, try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)))
         }
-        let latencyFrames = loaded.map(\.response.addedDelayFrames).max() ?? 0
+        let resamplerDelayFrames = loaded.map(\.response.addedDelayFrames).max() ?? 0
         let entries = loaded.map { impulse, response in
-            let alignment = [Float](repeating: 0, count: latencyFrames - response.addedDelayFrames)
+            let alignment = [Float](repeating: 0, count: resamplerDelayFrames - response.addedDelayFrames)
             return ConvolutionMatrix.Entry(input: impulse.input, output: impulse.output, impulse: alignment + response.channels[0])
         }
         let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: configuration.outputCount, entries: entries)
@@ -139,7 +139,7 @@ enum EngineFactory {
         } catch {
             throw .impulseResponse(key: "impulses", message: "\(error)", errno: EINVAL)
         }
-        return (matrix, latencyFrames)
+        return (matrix, resamplerDelayFrames)
     }
 
     /// `ImpulseResponse.load`, its error turned into one naming the module key.

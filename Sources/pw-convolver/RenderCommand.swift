@@ -63,10 +63,10 @@ enum RenderCommand: Command {
                                     tailFrames: tailFrames)
         try output.close()
         let cpuSeconds = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
-        // Not String(format:): Foundation's formatting maps its ICU data (40 MB) into the process.
-        fputs("rendered \(decimal(Double(frameCount) / rate, 2)) s of \(input.info.channelCount)-channel audio in "
-              + "\(decimal(cpuSeconds, 3)) s of CPU (plan \(engine.plan)) to \(outputPath)"
-              + (peakMemoryKilobytes().map { ", peak memory \(decimal(Double($0) / 1024, 1)) MB" } ?? "") + "\n", stderr)
+        FileHandle.standardError.write(Data((String(format: "rendered %.2f s of %d-channel audio in %.3f s of CPU (plan %@) to %@",
+                                                     Double(frameCount) / rate, input.info.channelCount, cpuSeconds,
+                                                     engine.plan.description, outputPath)
+            + (peakMemoryKilobytes().map { String(format: ", peak memory %.1f MB", Double($0) / 1024) } ?? "") + "\n").utf8))
     }
 
     /// The engine for the IR at `rate`, and the IR's tail (its length - 1). The IR's samples are
@@ -90,15 +90,6 @@ enum RenderCommand: Command {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
         return Int(line.split(separator: " ").dropFirst().first ?? "")
-    }
-
-    /// `value` with `digits` decimals (non-negative values).
-    static func decimal(_ value: Double, _ digits: Int) -> String {
-        var scale = 1.0
-        for _ in 0..<digits { scale *= 10 }
-        let scaled = Int((value * scale).rounded())
-        let whole = scaled / Int(scale), fraction = String(scaled % Int(scale))
-        return digits == 0 ? "\(whole)" : "\(whole)." + String(repeating: "0", count: digits - fraction.count) + fraction
     }
 
     /// Reads `input` block by block (then `tailFrames` of silence), convolves, writes; returns
