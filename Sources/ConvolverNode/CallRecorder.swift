@@ -1,5 +1,5 @@
 // Test seam: the node's own input and output, call by call, as the data thread saw them.
-import Foundation
+import Glibc
 
 /// When the module key `test.record-calls` names a file (read at setup), the data thread
 /// copies every call's input and output port buffers into memory allocated here (up to two

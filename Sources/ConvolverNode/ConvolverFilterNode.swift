@@ -5,7 +5,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
-import Foundation
+import Glibc
 import Workgroup
 
 /// One convolver node on a PipeWire core. Lives on the main loop thread: create, use and
@@ -357,7 +357,7 @@ public final class ConvolverFilterNode {
         replanForRunningQuantum()   // the silence it waits for may have come since the last wake-up
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
-        let marginP99 = helpers?.helpers.p99MarginNanos.map { String(format: "%.1f", Double($0) / 1000) } ?? "none"
+        let marginP99 = helpers?.helpers.p99MarginNanos.map { String(cFormat: "%.1f", Double($0) / 1000) } ?? "none"
         var values: [String: String] = [
             "convolver.calls": "\(realtime.statistics.calls.load(ordering: .relaxed))",
             "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
@@ -374,14 +374,14 @@ public final class ConvolverFilterNode {
             "convolver.plan": newestSlot?.planDescription ?? "",
             "convolver.plan-quantum": "\(newestSlot?.plannedBlockSize ?? 0)",
             "convolver.latency-frames": "\(newestSlot?.latencyFrames ?? 0)",
-            "convolver.autogain-db": newestSlot?.autogainDB.map { $0.map { String(format: "%.2f", $0) }.joined(separator: ",") } ?? "off",
+            "convolver.autogain-db": newestSlot?.autogainDB.map { $0.map { String(cFormat: "%.2f", $0) }.joined(separator: ",") } ?? "off",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
         if let busy {
-            values["convolver.busy-p99-us"] = String(format: "%.1f", Double(busy.p99) / 1000)
-            values["convolver.busy-max-us"] = String(format: "%.1f", Double(busy.max) / 1000)
+            values["convolver.busy-p99-us"] = String(cFormat: "%.1f", Double(busy.p99) / 1000)
+            values["convolver.busy-max-us"] = String(cFormat: "%.1f", Double(busy.max) / 1000)
         } else {
             values["convolver.busy-p99-us"] = lastPublished["convolver.busy-p99-us"] ?? "0"
             values["convolver.busy-max-us"] = lastPublished["convolver.busy-max-us"] ?? "0"

@@ -6,7 +6,7 @@
 // with an audio/raw format its adapter can negotiate (a pw_filter's DSP ports offer none).
 import CConvolverShims
 import CPipeWire
-import Foundation
+import Glibc
 import Synchronization
 import Workgroup
 

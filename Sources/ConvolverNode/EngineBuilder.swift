@@ -1,6 +1,7 @@
 // Engines for a new graph rate, a new IR or a new quantum, built on a worker thread.
 import Dispatch
-import Foundation
+import Glibc
+import Synchronization
 
 /// Builds engines off the main loop: loading, resampling and FFT planning of a long IR take up to
 /// seconds, and in the daemon the main loop serves every client. One build at a time, in request
@@ -31,8 +32,7 @@ final class EngineBuilder: @unchecked Sendable {
     private let queue = DispatchQueue(label: "swconv-engine-builder")
     private let group = DispatchGroup()
     /// Guards `completions` between the worker and the main loop (never the data thread).
-    private let lock = NSLock()
-    private var completions: [Completion] = []
+    private let completions = Mutex<[Completion]>([])
     // SAFETY: the context outlives the builder: the node waits for the worker in `destroy()`,
     // before its owner destroys the context.
     private let context: OpaquePointer?
@@ -54,20 +54,17 @@ final class EngineBuilder: @unchecked Sendable {
             } catch {
                 result = .failure(error)
             }
-            lock.lock()
-            completions.append(Completion(request: request, result: result))
-            lock.unlock()
+            completions.withLock { $0.append(Completion(request: request, result: result)) }
             notify()
         }
     }
 
     /// Main loop: the builds finished since the last call, oldest first.
     func takeCompletions() -> [Completion] {
-        lock.lock()
-        defer { lock.unlock() }
-        let taken = completions
-        completions = []
-        return taken
+        completions.withLock { taken in
+            defer { taken = [] }
+            return taken
+        }
     }
 
     /// Waits for the build in progress and any queued (teardown), then returns what they made.

@@ -1,7 +1,7 @@
 // An engine built for one sample rate, and how it is built from a NodeConfiguration.
 // Built off the real-time thread; handed to the data thread through RealtimeProcessor's atomics.
 import Convolution
-import Foundation
+import Glibc
 import Workgroup
 
 /// One ready-to-run engine with what the data thread needs beside it.

@@ -1,7 +1,7 @@
 // The node as a PipeWire module (libpipewire-module-swift-convolver): one instance per load.
 import CConvolverShims
 import CPipeWire
-import Foundation
+import Glibc
 
 /// One loaded module: its core connection, its node, and the hooks that tie their lifetimes to
 /// the module's. Teardown order follows PipeWire's C modules (module-filter-chain): on the

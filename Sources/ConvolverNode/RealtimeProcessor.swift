@@ -3,7 +3,6 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
-import Foundation
 import Glibc
 import Synchronization
 import Workgroup

@@ -1,7 +1,7 @@
 // The node as an ordinary PipeWire client (`pw-convolver run`): its own main loop and context.
 import CConvolverShims
 import CPipeWire
-import Foundation
+import Glibc
 
 public enum StandaloneClient {
     /// Connects to PipeWire (`PIPEWIRE_REMOTE` / `XDG_RUNTIME_DIR`), runs the node until SIGINT or

@@ -1,7 +1,7 @@
 import Convolution
 import ConvolverNode
+import Glibc
 import Workgroup
-import Foundation
 
 /// `pw-convolver bench`: times the engine on synthetic stereo IRs, beside a uniformly partitioned
 /// engine at the same block size (the ratio is the point: this machine is shared and noisy).
@@ -103,7 +103,7 @@ enum BenchCommand: Command {
                     print(partitioned.json(engine: "partitioned", irSeconds: length, block: block, plan: engine.plan))
                     print(uniform.json(engine: "uniform", irSeconds: length, block: block, plan: uniformEngine.plan))
                 } else {
-                    print(String(format: "IR %4.1f s, block %5d: %6.2f%% of a core, call p99 %7.1f µs, max %8.1f µs | uniform %7.2f%%, p99 %8.1f µs, max %8.1f µs | %5.1fx cheaper",
+                    print(String(cFormat: "IR %4.1f s, block %5d: %6.2f%% of a core, call p99 %7.1f µs, max %8.1f µs | uniform %7.2f%%, p99 %8.1f µs, max %8.1f µs | %5.1fx cheaper",
                                  length, block, partitioned.cpuPercent, partitioned.callP99Microseconds,
                                  partitioned.callMaxMicroseconds, uniform.cpuPercent, uniform.callP99Microseconds,
                                  uniform.callMaxMicroseconds, uniform.cpuPercent / partitioned.cpuPercent))
@@ -130,8 +130,10 @@ enum BenchCommand: Command {
         var callMaxMicroseconds: Double
 
         func json(engine: String, irSeconds: Double, block: Int, plan: PartitionPlan) -> String {
-            String(format: #"{"engine":"%@","ir_seconds":%g,"block":%d,"threads":0,"cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":0,"plan":"%@"}"#,
-                   engine, irSeconds, block, cpuPercent, callMaxMicroseconds, callP99Microseconds, plan.description)
+            #"{"engine":"\#(engine)","#
+                + String(cFormat: #""ir_seconds":%g,"block":%d,"threads":0,"cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":0,"#,
+                         irSeconds, block, cpuPercent, callMaxMicroseconds, callP99Microseconds)
+                + #""plan":"\#(plan.description)"}"#
         }
     }
 

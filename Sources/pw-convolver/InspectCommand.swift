@@ -1,6 +1,6 @@
 import Convolution
 import ConvolverNode
-import Foundation
+import Glibc
 
 /// `pw-convolver inspect`: what an IR is (level, onset, decay) and what the node would make of it
 /// (partition plan and estimated CPU), optionally drawn as an SVG.
@@ -69,12 +69,10 @@ enum InspectCommand: Command {
             let responses = impulseResponse.channels.map { MagnitudeResponse(impulse: $0, sampleRate: rate) }
             let svg = SVGPlot.document(title: "\(irSpec): \(impulseResponse.channelCount) ch, \(Int(rate)) Hz, "
                                            + "\(impulseResponse.frameCount) samples ("
-                                           + String(format: "%.3f s)", Double(impulseResponse.frameCount) / rate),
+                                           + String(cFormat: "%.3f s)", Double(impulseResponse.frameCount) / rate),
                                        impulseResponse: impulseResponse, analysis: analysis, responses: responses)
-            do {
-                try svg.write(toFile: svgPath, atomically: true, encoding: .utf8)
-            } catch {
-                throw InspectError(description: "cannot write the SVG to \(svgPath): \(error.localizedDescription)")
+            guard SystemFiles.writeTextAtomically(svg, to: svgPath) else {
+                throw InspectError(description: "cannot write the SVG to \(svgPath): \(String(cString: strerror(errno)))")
             }
             print("SVG written to \(svgPath)")
         }
@@ -93,18 +91,18 @@ enum InspectCommand: Command {
         let rate = impulseResponse.sampleRate
         // Right-aligned to the header's columns; "-" where the curve does not span the fit's range.
         func seconds(_ fit: DecayFit?) -> String {
-            let text = fit.map { String(format: "%.3f", $0.decayTimeSeconds) } ?? "-"
+            let text = fit.map { String(cFormat: "%.3f", $0.decayTimeSeconds) } ?? "-"
             return String(repeating: " ", count: max(0, 7 - text.count)) + text
         }
         var lines = [
             "IR:        \(spec)",
             "Channels:  \(impulseResponse.channelCount)",
             "Rate:      \(Int(rate)) Hz",
-            String(format: "Length:    %d samples (%.3f s)", impulseResponse.frameCount, Double(impulseResponse.frameCount) / rate),
-            String(format: "Peak:      %.2f dBFS", analysis.peakDBFS),
+            String(cFormat: "Length:    %d samples (%.3f s)", impulseResponse.frameCount, Double(impulseResponse.frameCount) / rate),
+            String(cFormat: "Peak:      %.2f dBFS", analysis.peakDBFS),
         ]
         if let ringingDB = impulseResponse.preRingingPeakDB {
-            let level = ringingDB.isFinite ? String(format: "peak %.1f dB below the IR's", -ringingDB) : "none"
+            let level = ringingDB.isFinite ? String(cFormat: "peak %.1f dB below the IR's", -ringingDB) : "none"
             if impulseResponse.addedDelayFrames > 0 {
                 lines.append("Resampling: the filter's ringing before time 0 kept (\(level)): latency "
                              + "\(impulseResponse.addedDelayFrames) frames, in the pre-delay below")
@@ -116,7 +114,7 @@ enum InspectCommand: Command {
         lines.append("channel  peak dBFS  pre-delay ms    EDT s    T20 s    T30 s   RT60 s")
         for (index, channel) in analysis.channels.enumerated() {
             let rt60 = channel.reverberation.map { seconds($0.fit) + " (\($0.name))" } ?? seconds(nil)
-            lines.append(String(format: "%7d  %9.2f  %12.2f", index, channel.peakDBFS, 1000 * analysis.seconds(channel.onsetFrame))
+            lines.append(String(cFormat: "%7d  %9.2f  %12.2f", index, channel.peakDBFS, 1000 * analysis.seconds(channel.onsetFrame))
                          + "  \(seconds(channel.earlyDecay))  \(seconds(channel.t20))  \(seconds(channel.t30))  \(rt60)")
         }
         return lines.joined(separator: "\n")
@@ -134,12 +132,12 @@ enum InspectCommand: Command {
         ]
         for (index, level) in plan.levels.enumerated() {
             let thread = index == 0 || tails[index - 1].runsOnDataThread ? "data thread" : "helper"
-            let job = index == 0 ? "" : String(format: ", job %.0f µs", tails[index - 1].estimatedJobNanoseconds / 1000)
-            lines.append("  level \(index) (\(thread)): " + String(format: "block %5d x %4d segments", level.blockSize, level.segmentCount)
-                         + job + String(format: ", IR %.1f-%.1f ms", 1000 * Double(level.offset) / sampleRate,
+            let job = index == 0 ? "" : String(cFormat: ", job %.0f µs", tails[index - 1].estimatedJobNanoseconds / 1000)
+            lines.append("  level \(index) (\(thread)): " + String(cFormat: "block %5d x %4d segments", level.blockSize, level.segmentCount)
+                         + job + String(cFormat: ", IR %.1f-%.1f ms", 1000 * Double(level.offset) / sampleRate,
                                         1000 * Double(level.end) / sampleRate))
         }
-        lines.append(String(format: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%, "
+        lines.append(String(cFormat: "Estimated CPU: %.2f%% of one core (data thread %.2f%%, helper threads %.2f%%, "
                             + "with their hand-over)", 100 * plan.estimatedCoreFraction, 100 * plan.estimatedDataThreadCoreFraction,
                             100 * (plan.estimatedCoreFraction - plan.estimatedDataThreadCoreFraction)))
         return lines.joined(separator: "\n")

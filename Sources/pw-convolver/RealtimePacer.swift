@@ -1,6 +1,5 @@
 import Convolution
 import ConvolverNode
-import Foundation
 import Glibc
 import Workgroup
 
@@ -40,11 +39,15 @@ struct PacedRunResult {
 
     /// One line of `bench --threads --json`.
     func json(engine: String, irSeconds: Double, channels: Int, threads: Int) -> String {
-        String(format: #"{"engine":"%@","ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"split":%@,"split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"taken_back_split_parts":%d,"busy_split_parts":%d,"overruns":%d,"helper_margin_p99_us":%@}"#,
-               engine, irSeconds, channels, blockSize, threads, splitMode.map { "\"\($0.rawValue)\"" } ?? "null", splitParts,
-               processCPUPercent, dataThreadCPUPercent,
-               callWorstMicroseconds, callP99Microseconds, lateLevels, lateSplits, takenBackSplitParts, busySplitParts, overruns,
-               helperMarginP99Microseconds.map { String(format: "%.0f", $0) } ?? "null")
+        let split = splitMode.map { "\"\($0.rawValue)\"" } ?? "null"
+        let margin = helperMarginP99Microseconds.map { String(cFormat: "%.0f", $0) } ?? "null"
+        return #"{"engine":"\#(engine)","#
+            + String(cFormat: #""ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"#, irSeconds, channels, blockSize, threads)
+            + #""split":\#(split),"#
+            + String(cFormat: #""split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"taken_back_split_parts":%d,"busy_split_parts":%d,"overruns":%d,"#,
+                     splitParts, processCPUPercent, dataThreadCPUPercent, callWorstMicroseconds, callP99Microseconds,
+                     lateLevels, lateSplits, takenBackSplitParts, busySplitParts, overruns)
+            + #""helper_margin_p99_us":\#(margin)}"#
     }
 }
 
@@ -154,10 +157,9 @@ enum RealtimePacer {
                                              threads: workgroup.helperThreads))
                         continue
                     }
-                    print(format((inline, workgroup), label: String(format: "IR %4.1f s x%d, block %5d, split %@ (%d part%@)",
-                                                                    length, channels, block, split.rawValue,
-                                                                    workgroup.splitParts, workgroup.splitParts == 1 ? "" : "s")))
-                    print("    " + workgroup.schedulerReport.replacingOccurrences(of: "\n", with: "\n    "))
+                    print(format((inline, workgroup), label: String(cFormat: "IR %4.1f s x%d, block %5d, split ", length, channels, block)
+                                                    + "\(split.rawValue) (\(workgroup.splitParts) part\(workgroup.splitParts == 1 ? "" : "s"))"))
+                    print("    " + workgroup.schedulerReport.replacing("\n", with: "\n    "))
                 }
             }
         }
@@ -166,17 +168,17 @@ enum RealtimePacer {
     /// One text line per case for the bench: inline vs workgroup.
     static func format(_ result: (inline: PacedRunResult, workgroup: PacedRunResult), label: String) -> String {
         let inline = result.inline, workgroup = result.workgroup
-        func micros(_ value: Double?) -> String { value.map { String(format: "%.0f µs", $0) } ?? "-" }
-        return String(format: "%@ paced: inline call max %8.1f µs p99 %7.1f µs cpu %5.2f%% overruns %d | "
-                      + "workgroup call max %7.1f µs p99 %6.1f µs cpu %5.2f%% (data thread %5.2f%%) overruns %d "
-                      + "late levels %d late splits %d helper margin p99 %@ min %@ | max %.1fx lower, cpu %.2fx",
-                      label, inline.callWorstMicroseconds, inline.callP99Microseconds, inline.processCPUPercent,
-                      inline.overruns, workgroup.callWorstMicroseconds, workgroup.callP99Microseconds,
-                      workgroup.processCPUPercent, workgroup.dataThreadCPUPercent, workgroup.overruns,
-                      workgroup.lateLevels, workgroup.lateSplits,
-                      micros(workgroup.helperMarginP99Microseconds), micros(workgroup.helperMarginMinMicroseconds),
-                      inline.callWorstMicroseconds / workgroup.callWorstMicroseconds,
-                      workgroup.processCPUPercent / inline.processCPUPercent)
+        func micros(_ value: Double?) -> String { value.map { String(cFormat: "%.0f µs", $0) } ?? "-" }
+        return label + String(cFormat: " paced: inline call max %8.1f µs p99 %7.1f µs cpu %5.2f%% overruns %d | "
+                              + "workgroup call max %7.1f µs p99 %6.1f µs cpu %5.2f%% (data thread %5.2f%%) overruns %d "
+                              + "late levels %d late splits %d helper margin p99 ",
+                              inline.callWorstMicroseconds, inline.callP99Microseconds, inline.processCPUPercent,
+                              inline.overruns, workgroup.callWorstMicroseconds, workgroup.callP99Microseconds,
+                              workgroup.processCPUPercent, workgroup.dataThreadCPUPercent, workgroup.overruns,
+                              workgroup.lateLevels, workgroup.lateSplits)
+            + "\(micros(workgroup.helperMarginP99Microseconds)) min \(micros(workgroup.helperMarginMinMicroseconds)) | "
+            + String(cFormat: "max %.1fx lower, cpu %.2fx", inline.callWorstMicroseconds / workgroup.callWorstMicroseconds,
+                     workgroup.processCPUPercent / inline.processCPUPercent)
     }
 
     /// CPU time of every thread of this process (user + system), ns.

@@ -1,6 +1,6 @@
 import Convolution
 import ConvolverNode
-import Foundation
+import Glibc
 import Workgroup
 
 /// `pw-convolver render`: an audio file through the very engine the node runs, offline.
@@ -63,10 +63,10 @@ enum RenderCommand: Command {
                                     tailFrames: tailFrames)
         try output.close()
         let cpuSeconds = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
-        FileHandle.standardError.write(Data((String(format: "rendered %.2f s of %d-channel audio in %.3f s of CPU (plan %@) to %@",
-                                                     Double(frameCount) / rate, input.info.channelCount, cpuSeconds,
-                                                     engine.plan.description, outputPath)
-            + (peakMemoryKilobytes().map { String(format: ", peak memory %.1f MB", Double($0) / 1024) } ?? "") + "\n").utf8))
+        printToStandardError(String(cFormat: "rendered %.2f s of %d-channel audio in %.3f s of CPU",
+                                     Double(frameCount) / rate, input.info.channelCount, cpuSeconds)
+                             + " (plan \(engine.plan.description)) to \(outputPath)"
+                             + (peakMemoryKilobytes().map { String(cFormat: ", peak memory %.1f MB", Double($0) / 1024) } ?? ""))
     }
 
     /// The engine for the IR at `rate`, and the IR's tail (its length - 1). The IR's samples are
@@ -87,7 +87,7 @@ enum RenderCommand: Command {
     /// This process's peak resident memory (VmHWM of /proc/self/status): its own pages only, not
     /// the pre-exec peak that getrusage reports for a process its parent forked big.
     static func peakMemoryKilobytes() -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        guard let status = SystemFiles.readText("/proc/self/status"),
               let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
         return Int(line.split(separator: " ").dropFirst().first ?? "")
     }

@@ -1,6 +1,6 @@
 // `pw-convolver [run] [options]`: the convolver node as a standalone PipeWire client.
 import ConvolverNode
-import Foundation
+import Glibc
 
 enum RunCommand: Command {
     static let name = "run"
@@ -82,13 +82,13 @@ enum RunCommand: Command {
         let configuration: NodeConfiguration
         do {
             let (parsed, warnings) = try NodeConfiguration.parse(.object(extra + members))
-            for warning in warnings { FileHandle.standardError.write(Data("pw-convolver: warning: \(warning)\n".utf8)) }
+            for warning in warnings { printToStandardError("pw-convolver: warning: \(warning)") }
             configuration = parsed
         } catch {
             throw UsageError(error.description)
         }
         try StandaloneClient.run(configuration) { line in
-            FileHandle.standardError.write(Data("pw-convolver: \(line)\n".utf8))
+            printToStandardError("pw-convolver: \(line)")
         }
     }
 }

@@ -1,5 +1,5 @@
 import Convolution
-import Foundation
+import Glibc
 
 /// The `inspect --svg` drawing: one self-contained SVG (inline style, no script, no dependency),
 /// one row per IR channel with three plots. Each plot is a `<g class="plot KIND" id="channel-N-KIND">`
@@ -90,7 +90,7 @@ enum SVGPlot {
                         .filter { $0 >= low && $0 <= nyquist }
                         .map { ($0, $0 >= 1000 ? "\(Int($0 / 1000))k" : "\(Int($0))") })
         let y = Axis(low: top - 70, high: top, label: "level (dB)",
-                     ticks: stride(from: top - 70, through: top, by: 10).map { ($0, String(format: "%.0f", $0)) })
+                     ticks: stride(from: top - 70, through: top, by: 10).map { ($0, String(cFormat: "%.0f", $0)) })
         return panel(kind: "magnitude", channel: channel, title: "Channel \(channel): magnitude response",
                      origin: origin, x: x, y: y, body: polyline(Array(zip(frequencies, levels)), className: "trace", x: x, y: y))
     }
@@ -102,7 +102,7 @@ enum SVGPlot {
         let duration = Double(curve.count) / sampleRate
         let x = Axis(low: 0, high: duration, label: "time (s)", ticks: linearTicks(0, duration))
         let y = Axis(low: decayFloorDB, high: 0, label: "energy (dB)",
-                     ticks: stride(from: decayFloorDB, through: 0, by: 20).map { ($0, String(format: "%.0f", $0)) })
+                     ticks: stride(from: decayFloorDB, through: 0, by: 20).map { ($0, String(cFormat: "%.0f", $0)) })
         var points: [(Double, Double)] = []
         let step = max(1, curve.count / Int(plotWidth))
         for frame in stride(from: 0, to: curve.count, by: step) {
@@ -123,7 +123,7 @@ enum SVGPlot {
             body += polyline([(start, fit.levelDB(atSeconds: start)), (end, fit.levelDB(atSeconds: end))],
                              className: "fit", x: x, y: y)
             body += #"<text class="legend" x="\#(plotWidth - 6)" y="16" text-anchor="end">"#
-                + String(format: "RT60 %.3f s", fit.decayTimeSeconds) + " (from \(name))</text>\n"
+                + String(cFormat: "RT60 %.3f s", fit.decayTimeSeconds) + " (from \(name))</text>\n"
         }
         return panel(kind: "decay", channel: index, title: "Channel \(index): energy decay", origin: origin,
                      x: x, y: y, body: body)
@@ -178,7 +178,7 @@ enum SVGPlot {
 
     /// About five round ticks (1, 2 or 5 times a power of ten) from `low` to `high`.
     static func linearTicks(_ low: Double, _ high: Double) -> [(value: Double, text: String)] {
-        guard high > low else { return [(low, String(format: "%g", low))] }
+        guard high > low else { return [(low, String(cFormat: "%g", low))] }
         let rough = (high - low) / 5
         let power = pow(10, floor(log10(rough)))
         let step = [1.0, 2, 5, 10].map { $0 * power }.first { $0 >= rough } ?? 10 * power
@@ -187,16 +187,16 @@ enum SVGPlot {
         while value <= high + step * 1e-9 {
             // Snap -0 and rounding dust so labels read "0", "0.5", not "-0", "0.49999".
             let clean = abs(value) < step * 1e-9 ? 0 : (value / step).rounded() * step
-            ticks.append((clean, String(format: "%g", clean)))
+            ticks.append((clean, String(cFormat: "%g", clean)))
             value += step
         }
         return ticks
     }
 
-    static func format(_ value: Double) -> String { String(format: "%.1f", value) }
+    static func format(_ value: Double) -> String { String(cFormat: "%.1f", value) }
 
     static func escaped(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;").replacingOccurrences(of: "\"", with: "&quot;")
+        text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
+            .replacing("\"", with: "&quot;")
     }
 }

@@ -1,7 +1,9 @@
 // `pw-convolver top`: per-node timing from PipeWire's profiler, like `pw-top -b` of newer PipeWire
 // (Debian 12's 0.3.65 pw-top has no batch mode, and its ERR column stays 0 under a dummy driver).
+import Convolution
 import ConvolverNode
-import Foundation
+import Glibc
+import Workgroup
 
 enum TopCommand: Command {
     static let name = "top"
@@ -69,7 +71,7 @@ enum TopCommand: Command {
         let client = try ProfilerClient(loop: mainLoop.loop)
         try client.waitForProfiler(on: mainLoop, timeout: 5)
 
-        let start = Date()
+        let start = monotonicNanos()
         var nodeSeen = false
         var failure: (any Error)?
         client.onChange = { [unowned mainLoop] in
@@ -89,7 +91,7 @@ enum TopCommand: Command {
             } else {
                 let lateTotal = selected(client.total.orderedNodes, options.node).reduce(0) { $0 + $1.lateCycles }
                 print("\u{1b}[H\u{1b}[2J", terminator: "")
-                print("pw-convolver top  \(String(format: "%.0f", Date().timeIntervalSince(start))) s  late cycles since start: \(lateTotal)  (Ctrl-C quits)")
+                print("pw-convolver top  \(String(cFormat: "%.0f", Double(monotonicNanos() - start) / 1e9)) s  late cycles since start: \(lateTotal)  (Ctrl-C quits)")
                 printTable(nodes)
             }
         }
@@ -103,11 +105,11 @@ enum TopCommand: Command {
         let totalNodes = selected(client.total.orderedNodes, options.node)
         nodeSeen = nodeSeen || totalNodes.contains { $0.cycles > 0 }
         if options.batch {
-            print("TOTAL \(String(format: "%.1f", Date().timeIntervalSince(start))) s")
+            print("TOTAL \(String(cFormat: "%.1f", Double(monotonicNanos() - start) / 1e9)) s")
             printTable(totalNodes)
         }
         if let name = options.node, !nodeSeen {
-            FileHandle.standardError.write(Data("pw-convolver top: no cycle of a node named '\(name)' was seen\n".utf8))
+            printToStandardError("pw-convolver top: no cycle of a node named '\(name)' was seen")
             exit(1)
         }
     }

@@ -1,8 +1,9 @@
 // A PipeWire client that binds the daemon's Profiler object (module-profiler) and collects its
 // cycles, as pw-top does. It runs on the caller's main loop: one thread, no locks.
-import ConvolverNode
 import CPipeWire
-import Foundation
+import Convolution
+import ConvolverNode
+import Glibc
 
 enum ProfilerClientError: Error, CustomStringConvertible {
     case cannotConnect(runtimeDirectory: String)
@@ -66,7 +67,7 @@ final class ProfilerClient {
         _ = pw_context_load_module(context, "libpipewire-module-profiler", nil, nil)
         guard let core = pw_context_connect(context, nil, 0) else {
             pw_context_destroy(context)
-            throw .cannotConnect(runtimeDirectory: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "(unset)")
+            throw .cannotConnect(runtimeDirectory: SystemFiles.environment("XDG_RUNTIME_DIR") ?? "(unset)")
         }
         self.core = core
         guard let registry = pw_core_get_registry(core, UInt32(PW_VERSION_REGISTRY), 0) else {
@@ -148,7 +149,7 @@ final class ProfilerClient {
         if let connectionLost { throw .connectionLost(connectionLost) }
         if profiler != nil { return }
         if registryDone { throw .noProfiler }
-        throw .cannotConnect(runtimeDirectory: ProcessInfo.processInfo.environment["XDG_RUNTIME_DIR"] ?? "(unset)")
+        throw .cannotConnect(runtimeDirectory: SystemFiles.environment("XDG_RUNTIME_DIR") ?? "(unset)")
     }
 
     private static func from(_ data: UnsafeMutableRawPointer) -> ProfilerClient {

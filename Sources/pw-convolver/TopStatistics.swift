@@ -1,6 +1,7 @@
 // Per-node statistics over profiler cycles, and the table `pw-convolver top` prints.
 import CPipeWire
-import Foundation
+import Convolution
+import Glibc
 
 /// Wait and busy times of one node over a span of cycles.
 struct NodeStatistics {
@@ -107,11 +108,11 @@ enum TopTable {
     static let header = "S    ID  QUANT   RATE CYCLES  WAIT-AVG  WAIT-P99  WAIT-MAX  BUSY-AVG  BUSY-P99  BUSY-MAX   B/Q  LATE  NAME"
 
     static func line(_ node: NodeStatistics) -> String {
-        func time(_ value: Double?) -> String { pad(value.map { String(format: "%.1f", $0) } ?? "-", 9) }
+        func time(_ value: Double?) -> String { pad(value.map { String(cFormat: "%.1f", $0) } ?? "-", 9) }
         let wait = Summary(node.waitMicroseconds)
         let busy = Summary(node.busyMicroseconds)
         let role = node.cycles == 0 ? "I" : (node.isDriver ? "D" : "F")
-        let ratio = node.busyPerQuantum.map { String(format: "%.3f", $0) } ?? "-"
+        let ratio = node.busyPerQuantum.map { String(cFormat: "%.3f", $0) } ?? "-"
         return [
             role, pad("\(node.id)", 5), pad(node.quantum > 0 ? "\(node.quantum)" : "-", 6),
             pad(node.rate > 0 ? "\(node.rate)" : "-", 6), pad("\(node.cycles)", 6),

@@ -1,6 +1,7 @@
 // pw-convolver: run the swift-convolver node standalone, render offline, benchmark, watch the graph.
 // Wiring only: each command lives in its own file.
-import Foundation
+
+import Glibc
 
 /// One `pw-convolver <name>` command.
 protocol Command {
@@ -28,8 +29,13 @@ func printHelp() {
 
     Commands:
     """)
-    for command in commands { print("  \(command.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(command.summary)") }
+    for command in commands { print("  \(command.name + String(repeating: " ", count: max(0, 8 - command.name.count))) \(command.summary)") }
     print("\n`pw-convolver <command> --help` documents each command's options.")
+}
+
+/// One line on stderr (diagnostics; stdout carries the commands' results).
+func printToStandardError(_ line: String) {
+    fputs(line + "\n", stderr)
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -49,9 +55,9 @@ if arguments.contains("--help") || arguments.contains("-h") {
 do {
     try command.run(arguments)
 } catch let error as UsageError {
-    FileHandle.standardError.write(Data("pw-convolver \(command.name): \(error)\n\n\(command.usage)\n".utf8))
+    printToStandardError("pw-convolver \(command.name): \(error)\n\n\(command.usage)")
     exit(2)
 } catch {
-    FileHandle.standardError.write(Data("pw-convolver \(command.name): \(error)\n".utf8))
+    printToStandardError("pw-convolver \(command.name): \(error)")
     exit(1)
 }

@@ -1,5 +1,6 @@
 import CFFTW
-import Foundation
+import Glibc
+import Synchronization
 
 /// A real FFT of one size with split-complex spectra, backed by FFTW3f plans.
 ///
@@ -105,14 +106,14 @@ public final class RealFFT: @unchecked Sendable {
 
     // MARK: Planning (off the real-time path)
 
-    private static let planner = PlannerLock(PlanCache())
+    private static let planner = Mutex(PlanCache())
 
     private final class PlanCache {
         var plans: [Int: RealFFT] = [:]
         var wisdomLoaded = false
 
         /// FFTW_MEASURE by default; `SWIFT_CONVOLVER_FFTW_PLANNING=estimate` plans instantly (slower FFTs).
-        let planningFlags: UInt32 = ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FFTW_PLANNING"] == "estimate"
+        let planningFlags: UInt32 = SystemFiles.environment("SWIFT_CONVOLVER_FFTW_PLANNING") == "estimate"
             ? UInt32(FFTW_ESTIMATE) : UInt32(FFTW_MEASURE)
 
         static var wisdomPath: String { UserCache.path("fftwf-wisdom") }
@@ -134,8 +135,7 @@ public final class RealFFT: @unchecked Sendable {
 
         private func saveWisdom() {
             let path = Self.wisdomPath
-            try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                     withIntermediateDirectories: true)
+            SystemFiles.createParentDirectories(of: path)
             _ = fftwf_export_wisdom_to_filename(path)
         }
     }
@@ -145,16 +145,4 @@ public final class RealFFT: @unchecked Sendable {
 @inline(__always)
 private func complex(_ interleaved: UnsafeMutablePointer<Float>) -> UnsafeMutablePointer<fftwf_complex> {
     UnsafeMutableRawPointer(interleaved).assumingMemoryBound(to: fftwf_complex.self)
-}
-
-/// A plain lock for setup-time state (never taken on a real-time thread).
-final class PlannerLock<State>: @unchecked Sendable {
-    private let lock = NSLock()
-    private let state: State
-    init(_ state: State) { self.state = state }
-    func withLock<Result>(_ body: (State) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(state)
-    }
 }

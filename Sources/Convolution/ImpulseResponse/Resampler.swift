@@ -1,5 +1,5 @@
-import Glibc
 import CSoxr
+import Glibc
 
 /// Resampling of whole impulse responses with libsoxr. The C calls to libsoxr live here.
 enum Resampler {

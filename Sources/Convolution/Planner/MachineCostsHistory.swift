@@ -1,12 +1,11 @@
-import Foundation
+import Glibc
 
 /// The user's cache directory for swift-convolver (`$XDG_CACHE_HOME` or `~/.cache`, then
 /// `swift-convolver/`): FFTW wisdom and machine costs, kept between processes.
 enum UserCache {
     static func path(_ file: String) -> String {
-        let environment = ProcessInfo.processInfo.environment
-        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((environment["HOME"] ?? "/tmp") + "/.cache")
+        let cache = SystemFiles.environment("XDG_CACHE_HOME").flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((SystemFiles.environment("HOME") ?? "/tmp") + "/.cache")
         return cache + "/swift-convolver/" + file
     }
 }
@@ -34,22 +33,17 @@ struct MachineCostsHistory {
     var header: String { "cpu \(cpu), kernels \(Self.kernelsVersion)" }
 
     func load() -> [MachineCosts] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [] }
+        guard let text = SystemFiles.readText(path) else { return [] }
         let lines = text.split(separator: "\n")
         guard lines.first == Substring(header) else { return [] }
         return lines.dropFirst().compactMap(Self.costs(from:))
     }
 
-    /// Keeps the last `kept` of `measurements`. Written to a temporary file and renamed, so a
-    /// process reading it never sees half of it. Failing to write only loses the history.
+    /// Keeps the last `kept` of `measurements`. Failing to write only loses the history.
     func save(_ measurements: [MachineCosts]) {
         let lines = [header] + measurements.suffix(Self.kept).map(Self.line(for:))
-        let temporary = path + ".\(getpid())"
-        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent,
-                                                 withIntermediateDirectories: true)
-        guard (try? (lines.joined(separator: "\n") + "\n").write(toFile: temporary, atomically: false, encoding: .utf8)) != nil
-        else { return }
-        if rename(temporary, path) != 0 { unlink(temporary) }
+        SystemFiles.createParentDirectories(of: path)
+        SystemFiles.writeTextAtomically(lines.joined(separator: "\n") + "\n", to: path)
     }
 
     private static func line(for costs: MachineCosts) -> String {
@@ -83,9 +77,9 @@ struct MachineCostsHistory {
 
     /// The first `model name` of /proc/cpuinfo ("unknown" if none).
     static func cpuModel() -> String {
-        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
+        let info = SystemFiles.readText("/proc/cpuinfo") ?? ""
         let line = info.split(separator: "\n").first { $0.hasPrefix("model name") }
-        let model = line?.split(separator: ":", maxSplits: 1).last?.trimmingCharacters(in: .whitespaces) ?? ""
+        let model = line?.split(separator: ":", maxSplits: 1).last.map { String($0.drop(while: \.isWhitespace)) } ?? ""
         return model.isEmpty ? "unknown" : model
     }
 }
