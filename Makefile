@@ -6,8 +6,11 @@
 #                    `make bench-live PIPEWIRE=1.4` on PipeWire 1.4.2 against filter-chain 1.4.2
 #   make bench-render  `pw-convolver render` beside zita's fconvolver on the same files (~5 min)
 #   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
+#   make build       the products users install (Swift runtime linked in: no toolchain needed to run them)
 #   make install     user-level (~/.local, ~/.config); `make install PREFIX=/usr/local` system-wide
 #   make uninstall   the same variables; removes every file install wrote
+#   make deb         a Debian package, .build/dist/swift-convolver_<version>_amd64.deb (dpkg-deb, no network)
+#   make man         the man pages pw-convolver(1) and libpipewire-module-swift-convolver(7)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 SWIFT ?= swift
@@ -16,10 +19,19 @@ PYTHON ?= /usr/bin/python3
 export PYTHON
 
 DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libpipewire-0.3-modules \
-	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox wireplumber
+	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox wireplumber \
+	dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-render soak clean install uninstall
+.PHONY: deps build man deb test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-render soak clean install uninstall
+
+# The version, where the module reports it to PipeWire (module.version).
+VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
+# What users run is built apart from the tests' build (.build, -enable-testing, the toolchain's
+# shared runtime): release, the Swift runtime linked statically, no $ORIGIN runpath.
+DIST_DIR := .build/dist
+BUILD_DIR ?= $(DIST_DIR)/release
+MAN_DIR := $(DIST_DIR)/man
 
 # Installs only what is missing; `apt-get update` only when something must be installed.
 deps:
@@ -31,7 +43,14 @@ deps:
 	fi
 
 build: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build -c release --scratch-path $(DIST_DIR) -Xswiftc -static-stdlib --disable-local-rpath
+
+# Generated from the commands' --help and the README's module sections (scripts/man-pages.sh).
+man: build
+	scripts/man-pages.sh $(MAN_DIR) $(BUILD_DIR)/pw-convolver $(VERSION)
+
+deb: man
+	scripts/make-deb.sh $(BUILD_DIR) $(MAN_DIR) $(VERSION) $(DIST_DIR)
 
 # The node tests start their own private PipeWire; scripts/run-tests.sh ends whatever they leave behind.
 # `make test` runs every test on the system's PipeWire, then the live tests on PipeWire 1.4.2 and
@@ -46,10 +65,10 @@ test-pipewire-1.4: deps
 	scripts/run-tests.sh pipewire-1.4
 
 demo: build
-	scripts/demo.sh
+	PW_CONVOLVER=$(BUILD_DIR)/pw-convolver scripts/demo.sh
 
 bench: build
-	.build/release/pw-convolver bench
+	$(BUILD_DIR)/pw-convolver bench
 
 # The PipeWire bench-live runs on: the system's, or 1.4.2 (its build shares `make test`'s flags and cache).
 PIPEWIRE ?= system
@@ -58,15 +77,15 @@ ifeq ($(PIPEWIRE),1.4)
 	eval "$$(scripts/pipewire-1.4.sh env)" && \
 		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests
 endif
-	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE)
+	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter system,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
 
 # fconvolver comes with Debian's jconvolver, GNU time measures both (only this benchmark needs them).
 bench-render: build
 	command -v fconvolver >/dev/null && test -x /usr/bin/time || $(SUDO) apt-get install -y jconvolver time
-	$(PYTHON) scripts/bench-render.py
+	$(PYTHON) scripts/bench-render.py --executable $(BUILD_DIR)/pw-convolver
 
 soak: build
-	$(PYTHON) scripts/soak.py
+	SWIFT_CONVOLVER_BUILD_DIR=$(BUILD_DIR) $(PYTHON) scripts/soak.py
 
 clean:
 	rm -rf .build
@@ -78,13 +97,13 @@ clean:
 #   pipewire.service sets PIPEWIRE_MODULE_DIR=<that dir>:<PipeWire's dir>;
 # - system-wide (PREFIX other than ~/.local): the module goes to PipeWire's own module dir
 #   (pkg-config moduledir), the daemon drop-in to /etc/pipewire, the unit to PREFIX/lib/systemd/user.
-# DESTDIR is prepended to every path (packaging, tests). BUILD_DIR: where the products are.
+# DESTDIR is prepended to every path (tests). BUILD_DIR: where the products are.
 PREFIX ?= $(HOME)/.local
-BUILD_DIR ?= .build/release
 MODULE_FILE := libpipewire-module-swift-convolver.so
 PIPEWIRE_MODULEDIR := $(shell pkg-config --variable=moduledir libpipewire-0.3 2>/dev/null || echo /usr/lib/x86_64-linux-gnu/pipewire-0.3)
 BINDIR ?= $(PREFIX)/bin
 DATADIR ?= $(PREFIX)/share/swift-convolver
+MANDIR ?= $(PREFIX)/share/man
 ifeq ($(PREFIX),$(HOME)/.local)
 MODULEDIR ?= $(PREFIX)/lib/pipewire-0.3
 PW_CONFDIR ?= $(HOME)/.config/pipewire
@@ -98,15 +117,19 @@ MODULE_ENV_DROPIN :=
 endif
 INSTALLED_FILES := $(BINDIR)/pw-convolver $(MODULEDIR)/$(MODULE_FILE) \
 	$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf $(SYSTEMD_USERDIR)/swift-convolver.service \
-	$(MODULE_ENV_DROPIN) $(addprefix $(DATADIR)/,$(notdir $(wildcard pipewire-conf/swift-convolver*.conf)) README.md)
+	$(MODULE_ENV_DROPIN) $(MANDIR)/man1/pw-convolver.1 $(MANDIR)/man7/libpipewire-module-swift-convolver.7 \
+	$(addprefix $(DATADIR)/,$(notdir $(wildcard pipewire-conf/swift-convolver*.conf)) README.md)
 
 install:
 	@[ -x "$(BUILD_DIR)/pw-convolver" ] && [ -f "$(BUILD_DIR)/$(MODULE_FILE)" ] || $(MAKE) build
+	scripts/man-pages.sh $(MAN_DIR) $(BUILD_DIR)/pw-convolver $(VERSION)
 	install -D -m 755 "$(BUILD_DIR)/pw-convolver" "$(DESTDIR)$(BINDIR)/pw-convolver"
 	install -D -m 644 "$(BUILD_DIR)/$(MODULE_FILE)" "$(DESTDIR)$(MODULEDIR)/$(MODULE_FILE)"
 	install -D -m 644 pipewire-conf/swift-convolver-dropin.conf "$(DESTDIR)$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf"
 	install -d "$(DESTDIR)$(DATADIR)"
 	install -m 644 pipewire-conf/swift-convolver*.conf README.md "$(DESTDIR)$(DATADIR)/"
+	install -D -m 644 $(MAN_DIR)/pw-convolver.1 "$(DESTDIR)$(MANDIR)/man1/pw-convolver.1"
+	install -D -m 644 $(MAN_DIR)/libpipewire-module-swift-convolver.7 "$(DESTDIR)$(MANDIR)/man7/libpipewire-module-swift-convolver.7"
 	install -d "$(DESTDIR)$(SYSTEMD_USERDIR)"
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/swift-convolver.service.in >"$(DESTDIR)$(SYSTEMD_USERDIR)/swift-convolver.service"
 ifneq ($(MODULE_ENV_DROPIN),)

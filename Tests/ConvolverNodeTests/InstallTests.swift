@@ -1,16 +1,18 @@
 import Foundation
 import XCTest
 
-/// `make install` / `make uninstall` into a temporary HOME (user-level) and a DESTDIR
-/// (system-wide): the installed module and pw-convolver run in a private daemon from where they
-/// were installed, and uninstall leaves no file behind.
+/// `make install` / `make uninstall` of what users install (`make build`: the Swift runtime linked
+/// in) into a temporary HOME (user-level) and a DESTDIR (system-wide): the installed module and
+/// pw-convolver run in a private daemon from where they were installed, with the Swift toolchain
+/// hidden (IsolatedSystem), and uninstall leaves no file behind.
 final class InstallTests: XCTestCase {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
     private var scratch = ""
+    private var products = ""
 
     override func setUpWithError() throws {
-        try BuildProducts.requireModule()
+        products = try BuildProducts.requireDistributionProducts()
         scratch = NSTemporaryDirectory() + "swconv-install-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
     }
@@ -23,7 +25,7 @@ final class InstallTests: XCTestCase {
     private func make(_ arguments: [String]) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/make")
-        process.arguments = ["-s", "-C", Self.repository, "BUILD_DIR=\(BuildProducts.directory)"] + arguments
+        process.arguments = ["-s", "-C", Self.repository, "BUILD_DIR=\(products)"] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -68,10 +70,15 @@ final class InstallTests: XCTestCase {
             .first { $0.hasPrefix("Environment=PIPEWIRE_MODULE_DIR=") }.map { String($0.dropFirst("Environment=PIPEWIRE_MODULE_DIR=".count)) })
         XCTAssertTrue(moduleDirectory.hasPrefix(home + "/.local/lib/pipewire-0.3:"), moduleDirectory)
 
+        XCTAssertTrue(installed.contains(".local/share/man/man1/pw-convolver.1"), "\(installed)")
+        XCTAssertTrue(installed.contains(".local/share/man/man7/libpipewire-module-swift-convolver.7"), "\(installed)")
+
         let daemon = try PrivatePipeWire(name: "install")
         defer { daemon.stop() }
+        let system = try IsolatedSystem(directory: daemon.runtimeDirectory + "/isolated")
+        defer { system.remove() }
         // The installed client config loads the installed module (not the build directory's).
-        let client = try daemon.spawn(["pipewire", "-c", home + "/.local/share/swift-convolver/swift-convolver.conf"],
+        let client = try daemon.spawn(system.command(["pipewire", "-c", home + "/.local/share/swift-convolver/swift-convolver.conf"]),
                                       logName: "installed-client.log", extraEnvironment: ["PIPEWIRE_MODULE_DIR": moduleDirectory])
         defer { client.stop() }
         do {
@@ -84,8 +91,8 @@ final class InstallTests: XCTestCase {
         defer { try? maps.close() }
         XCTAssertTrue(String(decoding: maps.readDataToEndOfFile(), as: UTF8.self).contains(home + "/.local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so"), "the installed module is the one loaded")
         // The installed pw-convolver, as the unit runs it.
-        let standalone = try daemon.spawn([home + "/.local/bin/pw-convolver", "run", "--sink", "--name", "installed-sink",
-                                           "--ir", "builtin:dirac"], logName: "installed-standalone.log")
+        let standalone = try daemon.spawn(system.command([home + "/.local/bin/pw-convolver", "run", "--sink", "--name", "installed-sink",
+                                                          "--ir", "builtin:dirac"]), logName: "installed-standalone.log")
         defer { standalone.stop() }
         do {
             try daemon.waitForPorts(ofNode: "installed-sink", count: 4, timeout: 30)

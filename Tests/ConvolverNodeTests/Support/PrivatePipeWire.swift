@@ -41,6 +41,36 @@ enum BuildProducts {
     }
 
     nonisolated(unsafe) private static var warnedAboutDebug = false
+
+    /// What users install, built apart from the tests' build (`make build`, `make deb`; `make test`
+    /// makes both first): `SWIFT_CONVOLVER_DIST_DIR`, else the repository's `.build/dist`.
+    static var distributionDirectory: String {
+        ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_DIST_DIR"] ?? packageRoot + "/.build/dist"
+    }
+
+    /// The products of `make build` (the Swift runtime linked in).
+    static func requireDistributionProducts(file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let products = distributionDirectory + "/release"
+        guard FileManager.default.fileExists(atPath: products + "/" + moduleFileName),
+              FileManager.default.fileExists(atPath: products + "/pw-convolver") else {
+            throw TestFailure("\(products) has no module or pw-convolver: run `make build` (`make test` does)")
+        }
+        return products
+    }
+
+    /// The package `make deb` wrote (the newest, if several versions are there).
+    static func requireDebianPackage() throws -> String {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: distributionDirectory)) ?? []
+        let packages = names.filter { $0.hasPrefix("swift-convolver_") && $0.hasSuffix(".deb") }.map { distributionDirectory + "/" + $0 }
+        guard let newest = packages.max(by: { modificationDate($0) < modificationDate($1) }) else {
+            throw TestFailure("no swift-convolver_*.deb in \(distributionDirectory): run `make deb` (`make test` does)")
+        }
+        return newest
+    }
+
+    private static func modificationDate(_ path: String) -> Date {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.modificationDate] as? Date) ?? .distantPast
+    }
 }
 
 /// The PipeWire the tests run: the system's, or the one `scripts/pipewire-1.4.sh env` puts first
