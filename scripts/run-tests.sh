@@ -61,6 +61,9 @@ suite() {
     echo "$label $((executed - failed - skipped)) $failed $skipped $status" >>"$results"
 }
 
+# What users install, for InstallTests and PackageTests: the static-stdlib products and the .deb.
+make --no-print-directory -s deb >/dev/null
+
 if [ "$which" != pipewire-1.4 ]; then
     suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build
     end_leftover_processes
