@@ -22,13 +22,14 @@ let package = Package(
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CMySofa", pkgConfig: "libmysofa", providers: [.apt(["libmysofa-dev"])]),
         // Thin C: only what Swift cannot import (PipeWire macros and varargs).
         .target(name: "CConvolverShims", dependencies: ["CPipeWire"]),
         // The spectrum multiply-add compiled for AVX, chosen at run time (Swift cannot do that per function).
         .target(name: "CSpectrumKernels"),
 
         // Pure DSP: the partitioned engine, its planner, FFT, kernels, impulse responses.
-        .target(name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr", "CSpectrumKernels"],
+        .target(name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr", "CMySofa", "CSpectrumKernels"],
                 swiftSettings: realtimeSwiftSettings),
         // Real-time helper threads, semaphores, intervals and deadlines. Knows nothing of DSP.
         .target(name: "Workgroup", swiftSettings: realtimeSwiftSettings),
@@ -53,7 +54,7 @@ let package = Package(
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],
-                    exclude: ["Support/judge_record.py", "Support/judge_graph.py"]),
+                    exclude: ["Support/judge_record.py", "Support/judge_graph.py", "Support/sofa_reference.py"]),
         // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
         .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),
     ]

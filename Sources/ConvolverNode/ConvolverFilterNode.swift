@@ -37,6 +37,8 @@ public final class ConvolverFilterNode {
     private var expectedBlockSize: Int
     /// A re-plan for the graph's quantum is being built; a quantum it failed for is not retried.
     private var quantumBuildPending = false
+    /// The newest IR or HRTF direction Props asked for while its build runs (later Props build on it).
+    private var requestedImpulseConfiguration: NodeConfiguration?
     private var unplannableQuantum = 0
     private var lastPublished: [String: String] = [:]
     /// The process latency last reported to the graph (nil: not yet).
@@ -243,6 +245,9 @@ public final class ConvolverFilterNode {
         for completion in builder?.takeCompletions() ?? [] {
             let request = completion.request
             if request.purpose == .quantum { quantumBuildPending = false }
+            if request.purpose == .impulseResponse && request.configuration == requestedImpulseConfiguration {
+                requestedImpulseConfiguration = nil
+            }
             switch completion.result {
             case let .success(slot):
                 // A rate-change build is outdated when the rate changed again meanwhile.
@@ -253,7 +258,8 @@ public final class ConvolverFilterNode {
                 if request.purpose == .quantum && (request.expectedBlockSize != expectedBlockSize
                     || request.configuration.filename != configuration.filename
                     || request.configuration.rateAlternatives != configuration.rateAlternatives
-                    || request.configuration.impulses != configuration.impulses) {
+                    || request.configuration.impulses != configuration.impulses
+                    || request.configuration.sofa != configuration.sofa) {
                     slot.stop()   // the quantum or the IR changed again meanwhile
                     continue
                 }
@@ -261,6 +267,7 @@ public final class ConvolverFilterNode {
                     configuration.filename = request.configuration.filename
                     configuration.rateAlternatives = request.configuration.rateAlternatives
                     configuration.impulses = request.configuration.impulses
+                    configuration.sofa = request.configuration.sofa
                     publishProps()
                 }
                 install(slot, configuration: request.configuration, inSilence: request.purpose == .quantum)
@@ -302,6 +309,7 @@ public final class ConvolverFilterNode {
     private func publishProps() {
         guard filter != nil || sinkStreams != nil,
               let pod = PropsParam.build(controls, filename: configuration.filename,
+                                         sofa: configuration.isSOFA ? configuration.sofa : nil,
                                                  crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
         if let sinkStreams {
             sinkStreams.updateParams(pod)
@@ -337,13 +345,27 @@ public final class ConvolverFilterNode {
         configuration.gain = controls.gain
         configuration.mix = controls.mix
         configuration.bypass = controls.bypass
+        // A new IR, or the source moved in the HRTF set: built off the main loop from the newest
+        // requested configuration; installed (and shown in Props) when ready, or logged.
+        var next = requestedImpulseConfiguration ?? configuration
+        var rebuild = false
         if let filename = change.filename,
-           filename != configuration.filename || !configuration.rateAlternatives.isEmpty || !configuration.impulses.isEmpty {
-            // Built off the main loop; installed (and shown in Props) when ready, or logged.
-            var next = configuration
+           filename != next.filename || !next.rateAlternatives.isEmpty || !next.impulses.isEmpty {
             next.filename = filename
             next.rateAlternatives = []
             next.impulses = []
+            rebuild = true
+        }
+        if !change.sofa.isEmpty {
+            if next.isSOFA {
+                for (coordinate, value) in change.sofa { next.sofa.set(coordinate, value) }
+                rebuild = true
+            } else {
+                PipeWireLog.warning("\(configuration.nodeName): Props sofa.* ignored: the IR is not an HRTF set (.sofa)")
+            }
+        }
+        if rebuild {
+            requestedImpulseConfiguration = next
             requestEngine(next, sampleRate: requestedRate, purpose: .impulseResponse)
         }
         publishProps()

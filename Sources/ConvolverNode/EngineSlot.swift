@@ -105,6 +105,9 @@ enum EngineFactory {
     static func makeMatrix(_ configuration: NodeConfiguration,
                            sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let channelCount = configuration.channelCount
+        if configuration.isSOFA, let filename = configuration.filename {
+            return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
+        }
         if configuration.impulses.isEmpty, let filename = configuration.filename {
             let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
                                                  delay: .samples(configuration.delay),
@@ -142,6 +145,41 @@ enum EngineFactory {
         return (matrix, resamplerDelayFrames)
     }
 
+    /// Every input to both ears through the HRTF set's filters for its direction (its speaker's,
+    /// turned by `sofa`; LFE unfiltered), resampled like any IR and aligned to one resampler delay.
+    static func makeHRTFMatrix(_ configuration: NodeConfiguration, path: String,
+                               sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
+        let set: HRTFSet
+        do { set = try HRTFSet(path: path) } catch { throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL) }
+        let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
+                                             delay: .samples(configuration.delay), resampleQuality: configuration.resampleQuality,
+                                             preRinging: configuration.resamplePreRinging)
+        var ears: [(input: Int, response: ImpulseResponse?)] = []
+        for (input, position) in configuration.positions.enumerated() {
+            // One input is the source `sofa` places, whatever its position is called.
+            let speaker = configuration.channelCount == 1 ? SourceDirection() : SpeakerDirections.direction(of: position)
+            guard let speaker, position != "LFE" else {
+                ears.append((input, nil))   // LFE
+                continue
+            }
+            do {
+                ears.append((input, try ImpulseResponse.load(set, direction: speaker.rotated(by: configuration.sofa),
+                                                             sampleRate: Double(sampleRate), options: options)))
+            } catch {
+                throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
+            }
+        }
+        let resamplerDelayFrames = ears.compactMap(\.response?.addedDelayFrames).max() ?? 0
+        var entries: [ConvolutionMatrix.Entry] = []
+        for (input, response) in ears {
+            let alignment = [Float](repeating: 0, count: resamplerDelayFrames - (response?.addedDelayFrames ?? 0))
+            for ear in 0..<2 {
+                entries.append(ConvolutionMatrix.Entry(input: input, output: ear, impulse: alignment + (response?.channels[ear] ?? [1])))
+            }
+        }
+        return (ConvolutionMatrix(inputCount: configuration.channelCount, outputCount: 2, entries: entries), resamplerDelayFrames)
+    }
+
     /// `ImpulseResponse.load`, its error turned into one naming the module key.
     static func load(_ spec: String, key: String, sampleRate: Int,
                      options: ImpulseResponseOptions) throws(ConvolverNodeError) -> ImpulseResponse {
@@ -157,5 +195,18 @@ enum EngineFactory {
             }
             throw .impulseResponse(key: key, message: error.description, errno: code)
         }
+    }
+}
+
+/// What a node with this configuration computes, for `pw-convolver render` to compute it offline.
+extension NodeConfiguration {
+    /// The matrix the node's engine runs at `sampleRate` (SOFA placement and autogain applied).
+    public func engineMatrix(sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        try EngineFactory.preparedMatrix(self, sampleRate: sampleRate).matrix
+    }
+
+    /// Output = wet · engine output + dry · the input of the same index (`gain`, `mix`, `bypass`).
+    public var wetAndDryAmounts: (wet: Float, dry: Float) {
+        RealtimeProcessor.targetAmounts(gain: Float(gain), mix: Float(mix), bypass: bypass)
     }
 }

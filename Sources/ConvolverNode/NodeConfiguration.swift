@@ -59,6 +59,12 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var autogain = false
     /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
     public var impulses: [Impulse] = []
+    /// With a SOFA `filename` (an HRTF set): the direction of the source (one input), or the
+    /// turn of the whole scene (several inputs, each at its speaker's direction: `SpeakerDirections`).
+    /// `sofa = { azimuth elevation radius }`, live as Props `sofa.azimuth` … .
+    public var sofa = SourceDirection()
+    /// Whether `filename` is an HRTF set: every input then goes to two ears through its filters.
+    public var isSOFA: Bool { impulses.isEmpty && filename.map(HRTFSet.isSOFA) == true }
     /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.
     public var workgroupThreads: ThreadCount = .auto
     /// SCHED_FIFO priority of the helpers; 0 = just below the data thread (module-rt's 88 − 1).
@@ -131,7 +137,7 @@ public struct NodeConfiguration: Sendable, Equatable {
         var warnings: [String] = []
         var channelCount: Int?
         var positions: [String]?
-        var modeGiven = false, nameGiven = false, descriptionGiven = false
+        var modeGiven = false, nameGiven = false, descriptionGiven = false, crossfadeShapeGiven = false
         var streamProperties: [String: [String: SPAJSONValue]] = [:]
         for member in members {
             let key = member.key
@@ -169,6 +175,10 @@ public struct NodeConfiguration: Sendable, Equatable {
                     configuration.latency = .samples(try integer(value, key, 0...sampleCountLimit))
                 }
             case "impulses": configuration.impulses = try impulses(value, key, &warnings)
+            case "sofa":
+                for (subkey, subvalue) in try object(value, key) {
+                    try configuration.sofa.set(subkey, subvalue, &warnings)
+                }
             case "workgroup":
                 for (subkey, subvalue) in try object(value, key) {
                     switch subkey {
@@ -205,6 +215,7 @@ public struct NodeConfiguration: Sendable, Equatable {
                 }
             case "crossfade": configuration.crossfadeSeconds = try duration(value, key, 0...crossfadeLimit)
             case "crossfade.shape":
+                crossfadeShapeGiven = true
                 switch try text(value, key) {
                 case "equal-power": configuration.crossfadeEqualPower = true
                 case "linear", "equal-gain": configuration.crossfadeEqualPower = false
@@ -279,6 +290,14 @@ public struct NodeConfiguration: Sendable, Equatable {
             configuration.positions = positions
         } else if let channelCount {
             configuration.positions = defaultPositions(channelCount: channelCount)
+        } else if configuration.isSOFA {
+            configuration.positions = ["MONO"]   // one source, placed by `sofa`
+        }
+        if configuration.isSOFA && configuration.outputPositions == nil {
+            configuration.outputPositions = ["FL", "FR"]   // the two ears
+        }
+        if configuration.isSOFA && !crossfadeShapeGiven {
+            configuration.crossfadeEqualPower = false   // an HRTF and its neighbour's: alike, so equal gain
         }
         try configuration.validate()
         return (configuration, warnings)
@@ -293,7 +312,16 @@ public struct NodeConfiguration: Sendable, Equatable {
         if filename == nil && impulses.isEmpty {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
         }
-        if outputCount != channelCount && impulses.isEmpty {
+        if isSOFA {
+            guard outputCount == 2 else {
+                throw NodeConfigurationError(key: "output.position", message: "an HRTF set (SOFA) has two outputs, the ears, not \(outputCount)")
+            }
+            if channelCount > 1, let position = positions.first(where: { SpeakerDirections.direction(of: $0) == nil && $0 != "LFE" }) {
+                throw NodeConfigurationError(key: "audio.position",
+                    message: "\(position) has no standard speaker direction to place it at with an HRTF set; use "
+                             + SpeakerDirections.known.joined(separator: " ") + " or LFE")
+            }
+        } else if outputCount != channelCount && impulses.isEmpty {
             throw NodeConfigurationError(key: "output.position",
                 message: "\(outputCount) outputs for \(channelCount) inputs need an impulses matrix")
         }
@@ -484,4 +512,29 @@ public struct NodeConfigurationError: Error, Equatable, CustomStringConvertible 
         self.message = message
     }
     public var description: String { "\(key): \(message)" }
+}
+
+extension SourceDirection {
+    /// The ranges of `sofa.azimuth`, `sofa.elevation` (degrees) and `sofa.radius` (metres), for
+    /// module arguments and Props alike.
+    static let ranges: [String: ClosedRange<Double>] = ["azimuth": -360...360, "elevation": -90...90, "radius": 0.05...100]
+
+    /// Sets the coordinate `name` (`azimuth`, `elevation`, `radius`) from a module argument.
+    mutating func set(_ name: String, _ value: SPAJSONValue, _ warnings: inout [String]) throws(NodeConfigurationError) {
+        guard let range = Self.ranges[name] else {
+            warnings.append("unknown key 'sofa.\(name)' ignored")
+            return
+        }
+        let number = try NodeConfiguration.number(value, "sofa.\(name)", range)
+        set(name, number)
+    }
+
+    /// Sets the coordinate `name` to `value` (in its range).
+    mutating func set(_ name: String, _ value: Double) {
+        switch name {
+        case "azimuth": azimuth = value
+        case "elevation": elevation = value
+        default: radius = value
+        }
+    }
 }

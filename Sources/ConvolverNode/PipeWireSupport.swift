@@ -1,6 +1,7 @@
 // The C-facing helpers of the node in one place: errors from negative returns, logging, property
 // dictionaries, and the Props param (build and parse). Not real-time code.
 import CConvolverShims
+import Convolution
 import CPipeWire
 import Glibc
 
@@ -69,6 +70,8 @@ struct PropsChange {
     var mix: Double?
     var bypass: Bool?
     var filename: String?
+    /// `sofa.azimuth`, `sofa.elevation`, `sofa.radius`: where an HRTF set places the source.
+    var sofa: [(coordinate: String, value: Double)] = []
     /// Crossfade time for the next swaps, seconds.
     var crossfade: Double?
     /// Keys that were present but wrong or unknown, for one warning.
@@ -77,7 +80,7 @@ struct PropsChange {
 
 enum PropsParam {
     /// Builds the Props object into `buffer`; returns the pod inside it.
-    static func build(_ controls: LiveControls, filename: String?, crossfadeSeconds: Double,
+    static func build(_ controls: LiveControls, filename: String?, sofa: SourceDirection?, crossfadeSeconds: Double,
                       into buffer: UnsafeMutableRawBufferPointer) -> UnsafeMutablePointer<spa_pod>? {
         var builder = spa_pod_builder()
         spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
@@ -97,6 +100,16 @@ enum PropsParam {
         if let filename {
             spa_pod_builder_string(&builder, "filename")
             spa_pod_builder_string(&builder, filename)
+        }
+        if let sofa {
+            for (key, value) in [("sofa.azimuth", sofa.azimuth), ("sofa.elevation", sofa.elevation)] {
+                spa_pod_builder_string(&builder, key)
+                spa_pod_builder_float(&builder, Float(value))
+            }
+            if let radius = sofa.radius {
+                spa_pod_builder_string(&builder, "sofa.radius")
+                spa_pod_builder_float(&builder, Float(radius))
+            }
         }
         spa_pod_builder_pop(&builder, &structFrame)
         let pod = spa_pod_builder_pop(&builder, &objectFrame)
@@ -137,6 +150,13 @@ enum PropsParam {
                 var text: UnsafePointer<CChar>?
                 if spa_pod_get_string(value, &text) == 0, let text, text.pointee != 0 {
                     change.filename = String(cString: text)
+                } else {
+                    change.rejected.append(key)
+                }
+            case _ where key.hasPrefix("sofa."):
+                let coordinate = String(key.dropFirst(5))
+                if let range = SourceDirection.ranges[coordinate], let number = number(value), range.contains(number) {
+                    change.sofa.append((coordinate, number))
                 } else {
                     change.rejected.append(key)
                 }

@@ -42,10 +42,13 @@ enum InspectCommand: Command {
         let quantum = try options.integer("--quantum", in: 16...8192) ?? 256
         let requestedChannels = try options.integer("--channels", in: 1...64)
         let rate: Double
+        let hrtfSet = HRTFSet.isSOFA(irSpec) ? try HRTFSet(path: irSpec) : nil
         if let requested = try options.double("--rate") {
             rate = requested
         } else if irSpec.hasPrefix("builtin:") {
             rate = 48000
+        } else if let hrtfSet {
+            rate = hrtfSet.sampleRate
         } else {
             rate = try AudioFile.info(path: irSpec).sampleRate
         }
@@ -58,10 +61,20 @@ enum InspectCommand: Command {
         let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate, options: .init(preRinging: preRinging))
         let analysis = DecayAnalysis(impulseResponse)
         let channelCount = requestedChannels ?? (impulseResponse.channelCount == 4 ? 2 : impulseResponse.channelCount)
-        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+        // An HRTF pair is one source to two ears.
+        let matrix = hrtfSet != nil
+            ? ConvolutionMatrix(inputCount: 1, outputCount: 2, entries: (0..<2).map {
+                ConvolutionMatrix.Entry(input: 0, output: $0, impulse: impulseResponse.channels[$0]) })
+            : try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
         let problem = planningProblem(matrix, quantum: quantum, sampleRate: rate)
         let plan = PartitionPlanner.plan(problem)
 
+        if let hrtfSet {
+            print(String(cFormat: "SOFA:      %d measurements, %d taps at %.0f Hz, elevation %.0f...%.0f deg, radius %.2f...%.2f m",
+                         hrtfSet.measurementCount, hrtfSet.filterLength, hrtfSet.sampleRate, hrtfSet.elevationRange.lowerBound,
+                         hrtfSet.elevationRange.upperBound, hrtfSet.radiusRange.lowerBound, hrtfSet.radiusRange.upperBound)
+                  + "; channels 0 and 1 below are the left and right ear for a source straight ahead")
+        }
         print(report(irSpec, impulseResponse, analysis))
         print(planReport(plan, problem: problem))
 

@@ -2,10 +2,13 @@
 /// naming the option.
 struct OptionParser {
     private var values: [String: String] = [:]
+    /// Options that may be given several times (`--set`), in order.
+    private var repeated: [String: [String]] = [:]
     private var flags: Set<String> = []
     private(set) var positional: [String] = []
 
-    init(_ arguments: [String], flags knownFlags: Set<String>, valued knownValued: Set<String>) throws {
+    init(_ arguments: [String], flags knownFlags: Set<String>, valued knownValued: Set<String>,
+         repeatable: Set<String> = []) throws {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -15,11 +18,16 @@ struct OptionParser {
                 let key = parts[0]
                 if knownFlags.contains(key), parts.count == 1 {
                     flags.insert(key)
-                } else if knownValued.contains(key) {
-                    if parts.count == 2 { values[key] = parts[1]; continue }
-                    guard index < arguments.count else { throw UsageError("\(key) needs a value") }
-                    values[key] = arguments[index]
-                    index += 1
+                } else if knownValued.contains(key) || repeatable.contains(key) {
+                    let value: String
+                    if parts.count == 2 {
+                        value = parts[1]
+                    } else {
+                        guard index < arguments.count else { throw UsageError("\(key) needs a value") }
+                        value = arguments[index]
+                        index += 1
+                    }
+                    if repeatable.contains(key) { repeated[key, default: []].append(value) } else { values[key] = value }
                 } else {
                     throw UsageError("unknown option \(argument)")
                 }
@@ -31,6 +39,7 @@ struct OptionParser {
 
     func flag(_ name: String) -> Bool { flags.contains(name) }
     func string(_ name: String) -> String? { values[name] }
+    func strings(_ name: String) -> [String] { repeated[name] ?? [] }
 
     func integer(_ name: String, in range: ClosedRange<Int> = 1...Int.max) throws -> Int? {
         guard let text = values[name] else { return nil }

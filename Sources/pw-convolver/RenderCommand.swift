@@ -8,13 +8,18 @@ enum RenderCommand: Command {
     static let name = "render"
     static let summary = "render an audio file through the engine, offline"
     static let usage = """
-    Usage: pw-convolver render --ir FILE|builtin:NAME [--block N] [--rate R] [--threads T] IN OUT.wav
+    Usage: pw-convolver render --ir FILE|builtin:NAME [--set KEY=VALUE ...] [--block N] [--rate R]
+                               [--threads T] IN OUT.wav
 
     Convolves IN (any format libsndfile reads) with the IR and writes OUT as 32-bit float WAV,
-    including the IR's tail. IN is read and OUT written block by block: memory does not grow with
-    the file's length.
-      --ir FILE|builtin:NAME  the impulse response (builtin: dirac, hall, hilbert); 1 channel for all,
-                              one per input channel, or 4 for true stereo (LL LR RL RR)
+    including the IR's tail: what the node computes for IN's channels, the same samples. IN is
+    read and OUT written block by block: memory does not grow with the file's length.
+      --ir FILE|builtin:NAME  the impulse response (builtin: dirac, hall, hilbert; or a SOFA HRTF
+                              set: two outputs, the ears); 1 channel for all, one per input
+                              channel, or 4 for true stereo (LL LR RL RR) [filename]
+      --set KEY=VALUE         any module argument, as in the module's config (repeatable), e.g.
+                              --set sofa.azimuth=90 --set gain=0.5 --set 'audio.position=[ FL FR ]'
+                              (default: audio.channels = IN's channel count)
       --block N               feed the engine N frames per call, 1...8192, as PipeWire would at
                               quantum N (default: \(throughputBlock), planned for throughput; any
                               block gives the same output to float precision)
@@ -29,7 +34,8 @@ enum RenderCommand: Command {
     static let throughputBlock = 8192
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: [], valued: ["--ir", "--block", "--rate", "--threads"])
+        var options = try OptionParser(arguments, flags: [], valued: ["--ir", "--block", "--rate", "--threads"],
+                                       repeatable: ["--set"])
         try options.finish(positionalCount: 2)
         guard let irSpec = options.string("--ir") else { throw UsageError("--ir is required") }
         let block = try options.integer("--block", in: 1...8192) ?? throughputBlock
@@ -52,15 +58,29 @@ enum RenderCommand: Command {
         } else {
             scheduler = InlineScheduler()
         }
-        let (engine, tailFrames) = try makeEngine(irSpec, rate: rate, channelCount: input.info.channelCount, block: block,
+        var members = [SPAJSONMember(key: "filename", value: .string(irSpec)),
+                       SPAJSONMember(key: "audio.channels", value: .word("\(input.info.channelCount)"))]
+        let configuration: NodeConfiguration
+        do throws(NodeConfigurationError) {
+            for setting in options.strings("--set") { members.append(try SPAJSONMember.setting(setting)) }
+            let (parsed, warnings) = try NodeConfiguration.parse(.object(members))
+            for warning in warnings { printToStandardError("pw-convolver render: warning: \(warning)") }
+            configuration = parsed
+        } catch {
+            throw UsageError(error.description)
+        }
+        guard configuration.channelCount == input.info.channelCount else {
+            throw UsageError("\(inputPath) has \(input.info.channelCount) channels, the node \(configuration.channelCount) inputs")
+        }
+        let (engine, tailFrames) = try makeEngine(configuration, rate: rate, block: block,
                                                   throughput: options.string("--block") == nil, scheduler: scheduler)
         defer { engine.stop() }
         let output = try SoundFileWriter(path: outputPath, sampleRate: rate, channelCount: engine.outputCount)
 
         let cpuStart = clock()
         // The output is the input's length plus the IR's tail (length - 1), fed out with silence.
-        let frameCount = try stream(input, through: engine, into: output, blockSize: block,
-                                    tailFrames: tailFrames)
+        let frameCount = try stream(input, through: engine, amounts: configuration.wetAndDryAmounts, into: output,
+                                    blockSize: block, tailFrames: tailFrames)
         try output.close()
         let cpuSeconds = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
         printToStandardError(String(cFormat: "rendered %.2f s of %d-channel audio in %.3f s of CPU",
@@ -69,19 +89,18 @@ enum RenderCommand: Command {
                              + (peakMemoryKilobytes().map { String(cFormat: ", peak memory %.1f MB", Double($0) / 1024) } ?? ""))
     }
 
-    /// The engine for the IR at `rate`, and the IR's tail (its length - 1). The IR's samples are
-    /// gone when this returns: the engine holds the IR as spectra.
-    static func makeEngine(_ irSpec: String, rate: Double, channelCount: Int, block: Int, throughput: Bool,
+    /// The node's engine for `configuration` at `rate`, and the IR's tail (its length - 1). The
+    /// IR's samples are gone when this returns: the engine holds the IR as spectra.
+    static func makeEngine(_ configuration: NodeConfiguration, rate: Double, block: Int, throughput: Bool,
                            scheduler: any LevelJobScheduler) throws -> (ConvolutionEngine, tailFrames: Int) {
-        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate)
-        let matrix = try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
+        let matrix = try configuration.engineMatrix(sampleRate: Int(rate))
         // Throughput: one uniform partition of the block (no planner, so none of its machine
         // measurements, which take time and 32 MB); a given --block is planned as the node would.
         let configuration = throughput
             ? EngineConfiguration.uniform(blockSize: block, impulseLength: matrix.impulseLength)
             : EngineConfiguration(expectedBlockSize: block, sampleRate: rate)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
-        return (engine, max(0, impulseResponse.frameCount - 1))
+        return (engine, max(0, matrix.impulseLength - 1))
     }
 
     /// This process's peak resident memory (VmHWM of /proc/self/status): its own pages only, not
@@ -94,8 +113,8 @@ enum RenderCommand: Command {
 
     /// Reads `input` block by block (then `tailFrames` of silence), convolves, writes; returns
     /// the frames written.
-    static func stream(_ input: SoundFileReader, through engine: ConvolutionEngine, into output: SoundFileWriter,
-                       blockSize: Int, tailFrames: Int) throws -> Int {
+    static func stream(_ input: SoundFileReader, through engine: ConvolutionEngine, amounts: (wet: Float, dry: Float),
+                       into output: SoundFileWriter, blockSize: Int, tailFrames: Int) throws -> Int {
         let (inputCount, outputCount) = (input.info.channelCount, output.channelCount)
         var interleavedIn = [Float](repeating: 0, count: blockSize * inputCount)
         var interleavedOut = [Float](repeating: 0, count: blockSize * outputCount)
@@ -121,7 +140,14 @@ enum RenderCommand: Command {
             engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
             for channel in 0..<outputCount {
                 let planar = outputs[channel].pointer
-                for frame in 0..<count { interleavedOut[frame * outputCount + channel] = planar[frame] }
+                if amounts == (1, 0) {
+                    for frame in 0..<count { interleavedOut[frame * outputCount + channel] = planar[frame] }
+                } else {
+                    let dry = channel < inputCount ? inputs[channel].pointer : nil
+                    for frame in 0..<count {
+                        interleavedOut[frame * outputCount + channel] = amounts.wet * planar[frame] + amounts.dry * (dry?[frame] ?? 0)
+                    }
+                }
             }
             try interleavedOut.withUnsafeBufferPointer { try output.write(interleaved: $0, frames: count) }
             done += count

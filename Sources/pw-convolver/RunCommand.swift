@@ -32,6 +32,8 @@ enum RunCommand: Command {
           --target NODE           where the session manager sends the output (a node name or serial; in
                                   sink mode the default sink when absent) [target.object]
           --sink                  a virtual sink apps can pick (see above) [mode = sink]
+          --set KEY=VALUE         any module argument (repeatable), e.g. --set sofa.azimuth=90
+                                  --set 'workgroup.threads=2' (in order with the options above)
           --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
 
         Examples:
@@ -64,6 +66,10 @@ enum RunCommand: Command {
                 members.append(.init(key: "workgroup", value: .object([.init(key: "threads", value: .word(try value(option)))])))
             case "--sink": members.append(.init(key: "mode", value: .word("sink")))
             case "--target": members.append(.init(key: "target.object", value: .string(try value(option))))
+            case "--set":
+                do { members.append(try SPAJSONMember.setting(try value(option))) } catch let error as NodeConfigurationError {
+                    throw UsageError("--set \(error)")
+                }
             case "--args":
                 let text = try value(option)
                 do {

@@ -50,6 +50,9 @@ public struct ImpulseResponse: Sendable, Equatable {
             throw .invalidOption(name: "sampleRate", value: "\(targetRate)", reason: "must be a positive number of Hz")
         }
         try options.validate()
+        if HRTFSet.isSOFA(spec) {
+            return try load(HRTFSet(path: spec), direction: options.sourceDirection, sampleRate: targetRate, options: options)
+        }
 
         var source: (sampleRate: Double, channels: [[Float]], firstFrame: Int)
         let builtinPrefix = "builtin:"
@@ -82,15 +85,38 @@ public struct ImpulseResponse: Sendable, Equatable {
         }
 
         try checkFinite(spec, source.channels, firstChannel: options.channel ?? 0, firstFrame: source.firstFrame)
+        let channels = source.channels
+        source.channels = []   // the only reference left: trimming then works in place
+        return try finish(spec, channels, sourceRate: source.sampleRate, targetRate: targetRate, options: options)
+    }
 
-        var channels = source.channels
-        source.channels = []   // the only reference left: trimming below then works in place
+    /// The left and right ear's filters (channels 0 and 1) of an HRTF set for a source at
+    /// `direction`, through the same steps as a file's channels (resampling, trimming, delay, gain).
+    public static func load(_ set: HRTFSet, direction: SourceDirection, sampleRate targetRate: Double,
+                            options: ImpulseResponseOptions = .init()) throws(ImpulseResponseError) -> ImpulseResponse {
+        guard targetRate.isFinite, targetRate >= 1 else {
+            throw .invalidOption(name: "sampleRate", value: "\(targetRate)", reason: "must be a positive number of Hz")
+        }
+        let (left, right) = set.filters(for: direction)
+        let length = max(left.count, right.count)
+        let ears = [left + [Float](repeating: 0, count: length - left.count), right + [Float](repeating: 0, count: length - right.count)]
+        let selection = try select(set.path, channelCount: 2, frameCount: length, sourceRate: set.sampleRate,
+                                   targetRate: targetRate, options: options)
+        let channels = (selection.channel.map { [ears[$0]] } ?? ears).map { Array($0[selection.frames]) }
+        try checkFinite(set.path, channels, firstChannel: selection.channel ?? 0, firstFrame: selection.frames.lowerBound)
+        return try finish(set.path, channels, sourceRate: set.sampleRate, targetRate: targetRate, options: options)
+    }
+
+    /// Steps 4 to 8 of `load`, on the selected channels at their source rate.
+    private static func finish(_ spec: String, _ selected: [[Float]], sourceRate: Double, targetRate: Double,
+                               options: ImpulseResponseOptions) throws(ImpulseResponseError) -> ImpulseResponse {
+        var channels = selected
         var addedDelayFrames = 0
         var preRingingPeakDB: Float?
-        if source.sampleRate != targetRate {
+        if sourceRate != targetRate {
             do {
                 let resampled = try Resampler.resample(
-                    channels, from: source.sampleRate, to: targetRate, recipe: options.soxrRecipe.recipe,
+                    channels, from: sourceRate, to: targetRate, recipe: options.soxrRecipe.recipe,
                     preRinging: options.preRinging, leadingThresholdDB: options.trimThresholdDB ?? -120)
                 (channels, addedDelayFrames, preRingingPeakDB) = (resampled.channels, resampled.addedDelayFrames,
                                                                   resampled.preRingingPeakDB)

@@ -20,6 +20,8 @@ public enum ImpulseResponseError: Error, Equatable, CustomStringConvertible {
     /// All samples are zero, so `normalize` has nothing to scale.
     case silent(source: String)
     case resamplingFailed(source: String, reason: String)
+    /// libmysofa cannot read it as an HRTF set.
+    case notSOFA(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -49,6 +51,8 @@ public enum ImpulseResponseError: Error, Equatable, CustomStringConvertible {
             return "impulse response '\(source)' is all zeros: nothing to normalize"
         case .resamplingFailed(let source, let reason):
             return "cannot resample impulse response '\(source)': libsoxr: \(reason)"
+        case .notSOFA(let path, let reason):
+            return "'\(path)' is not an HRTF set libmysofa can read: \(reason)"
         }
     }
 

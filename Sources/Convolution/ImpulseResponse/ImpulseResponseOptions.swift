@@ -105,6 +105,8 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
     public var trimThresholdDB: Float?
     /// The longest IR accepted, in seconds at the target rate, after trimming and delay.
     public var maxSeconds: Double
+    /// For a SOFA file: where the source is; its two ears' filters are the IR's two channels.
+    public var sourceDirection: SourceDirection = .init()
 
     public init(channel: Int? = nil, offset: TimeAmount = .zero, length: TimeAmount = .zero,
                 delay: TimeAmount = .zero, gain: Float = 1, normalize: Bool = false,

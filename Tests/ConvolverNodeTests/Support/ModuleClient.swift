@@ -3,9 +3,11 @@ import Foundation
 /// A `pipewire -c client.conf` process that loads the convolver module with given arguments,
 /// the same way pipewire-conf/swift-convolver.conf does.
 enum ModuleClient {
-    static func configuration(arguments: String) -> String {
+    /// `contextProperties`: more `context.properties` (e.g. `default.clock.rate = 44100`, the rate
+    /// the node starts at).
+    static func configuration(arguments: String, contextProperties: String = "") -> String {
         """
-        context.properties = { log.level = 3 }
+        context.properties = { log.level = 3 \(contextProperties) }
         context.spa-libs = {
             audio.convert.* = audioconvert/libspa-audioconvert
             support.*       = support/libspa-support
@@ -21,10 +23,10 @@ enum ModuleClient {
     }
 
     /// Starts the client process; `name` names its config and log files.
-    static func start(_ daemon: PrivatePipeWire, name: String, arguments: String,
+    static func start(_ daemon: PrivatePipeWire, name: String, arguments: String, contextProperties: String = "",
                       extraEnvironment: [String: String] = [:]) throws -> BackgroundProcess {
         let path = daemon.runtimeDirectory + "/\(name).conf"
-        try configuration(arguments: arguments).write(toFile: path, atomically: true, encoding: .utf8)
+        try configuration(arguments: arguments, contextProperties: contextProperties).write(toFile: path, atomically: true, encoding: .utf8)
         return try daemon.spawn(["pipewire", "-c", path], logName: "\(name).log", extraEnvironment: extraEnvironment)
     }
 }

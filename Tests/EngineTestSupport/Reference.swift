@@ -1,9 +1,9 @@
 import Foundation
 
 /// Independent references for the engine tests: direct time-domain convolution in Double.
-enum Reference {
+public enum Reference {
     /// y[n] = Σ h[m] x[n - m], for n in 0..<x.count; skips zero input samples (sparse inputs are cheap).
-    static func convolve(_ x: [Float], _ h: [Float], outputLength: Int? = nil) -> [Double] {
+    public static func convolve(_ x: [Float], _ h: [Float], outputLength: Int? = nil) -> [Double] {
         let length = outputLength ?? x.count
         var y = [Double](repeating: 0, count: length)
         for m in x.indices where x[m] != 0 {
@@ -16,7 +16,7 @@ enum Reference {
     }
 
     /// Relative error of `actual` against `expected`, in dB of energy (−∞ when exact).
-    static func relativeErrorDB(_ actual: [Float], _ expected: [Double]) -> Double {
+    public static func relativeErrorDB(_ actual: [Float], _ expected: [Double]) -> Double {
         var error = 0.0, energy = 0.0
         for n in expected.indices {
             let difference = Double(actual[n]) - expected[n]
