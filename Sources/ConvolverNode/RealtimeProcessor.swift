@@ -45,7 +45,7 @@ final class RealtimeProcessor {
     var activeEngine: UnsafeMutableRawPointer?
     /// The engine being faded out (data thread only while connected, like `activeEngine`).
     var fadingEngine: UnsafeMutableRawPointer?
-    /// Frames of the fade done and in total (data thread only).
+    /// Frames of the fade done (negative: of the warm-up still to go) and in total (data thread only).
     private var fadePosition = 0
     private var fadeLength = 0
     /// Fade time and curve; set by the main loop, read by the data thread at the next swap.
@@ -257,10 +257,14 @@ final class RealtimeProcessor {
             swaps.add(1, ordering: .relaxed)
             if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
             if let previous = activeEngine {
-                let rate = Unmanaged<EngineSlot>.fromOpaque(next)._withUnsafeGuaranteedRef { $0.sampleRate }
+                let (rate, impulseFrames) = Unmanaged<EngineSlot>.fromOpaque(next)._withUnsafeGuaranteedRef {
+                    ($0.sampleRate, $0.impulseFrames)
+                }
                 let seconds = Double(bitPattern: crossfadeSecondsBits.load(ordering: .relaxed))
                 fadeLength = inSilence ? 0 : Int(seconds * Double(rate))
-                fadePosition = 0
+                // The new engine starts with no input history: it runs unheard for up to the fade's
+                // length (its whole IR, if that short) before it fades in, so that it comes in warm.
+                fadePosition = -min(impulseFrames, fadeLength)
                 if fadeLength > 0 {
                     fadingEngine = previous
                     crossfades.add(1, ordering: .relaxed)
@@ -351,7 +355,8 @@ final class RealtimeProcessor {
     }
 
     /// Runs the fading engine into `fadeBuffers` and mixes it into the new engine's output in
-    /// `engineOutputs`: out = new·gNew + old·gOld per sample, gNew rising 0 → 1 over `fadeLength`
+    /// `engineOutputs`: out = new·gNew + old·gOld per sample, gNew 0 while the new engine warms up
+    /// (`fadePosition` < 0), then rising 0 → 1 over `fadeLength`
     /// frames (linear, or sin/cos for equal power). At the end the old engine is retired.
     /// Real-time safe: no allocation (buffers from init), no locks; one eventfd write at the end.
     private func crossfade(into engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64,
@@ -369,7 +374,7 @@ final class RealtimeProcessor {
                 guard let output = engineOutputs[channel] else { continue }
                 let old = fadeBuffers[channel]!
                 for frame in 0..<frameCount {
-                    let progress = min(Float(fadePosition + frame) * step, 1)
+                    let progress = min(max(Float(fadePosition + frame) * step, 0), 1)
                     let newGain: Float, oldGain: Float
                     if equalPower {
                         newGain = sinf(progress * .pi / 2)
