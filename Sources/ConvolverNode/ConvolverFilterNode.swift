@@ -54,7 +54,8 @@ public final class ConvolverFilterNode {
         self.context = context
         self.loop = loop
         self.expectedBlockSize = expectedBlockSize
-        controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass)
+        controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass,
+                                width: configuration.width)
         realtime = RealtimeProcessor(inputCount: configuration.channelCount, outputCount: configuration.outputCount,
                                      controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
                                      crossfadeEqualPower: configuration.crossfadeEqualPower,
@@ -337,6 +338,11 @@ public final class ConvolverFilterNode {
         if let gain = change.gain { controls.gain = gain }
         if let mix = change.mix { controls.mix = mix }
         if let bypass = change.bypass { controls.bypass = bypass }
+        if let width = change.width {
+            if configuration.outputCount == 2 { controls.width = width } else {
+                PipeWireLog.warning("\(configuration.nodeName): Props width ignored: the node has \(configuration.outputCount) outputs, not two")
+            }
+        }
         if let crossfade = change.crossfade {
             configuration.crossfadeSeconds = crossfade
             realtime.setCrossfade(seconds: crossfade, equalPower: configuration.crossfadeEqualPower)
@@ -345,6 +351,7 @@ public final class ConvolverFilterNode {
         configuration.gain = controls.gain
         configuration.mix = controls.mix
         configuration.bypass = controls.bypass
+        configuration.width = controls.width
         // A new IR, or the source moved in the HRTF set: built off the main loop from the newest
         // requested configuration; installed (and shown in Props) when ready, or logged.
         var next = requestedImpulseConfiguration ?? configuration

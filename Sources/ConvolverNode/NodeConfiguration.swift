@@ -42,6 +42,8 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Dry/wet: 0 = input only, 1 = convolved only.
     public var mix = 1.0
     public var bypass = false
+    /// `StereoWidth` of the wet signal, 0...2 (1 = as it is); nodes with two outputs.
+    public var width = 1.0
     /// Extra delay of the IR, in samples.
     public var delay = 0
     /// First sample of the IR file to use, and how many (0 = to the end).
@@ -156,6 +158,7 @@ public struct NodeConfiguration: Sendable, Equatable {
             case "gain": configuration.gain = try number(value, key, 0...gainLimit)
             case "mix": configuration.mix = try number(value, key, 0...1)
             case "bypass": configuration.bypass = try boolean(value, key)
+            case "width": configuration.width = try number(value, key, StereoWidth.range)
             case "delay": configuration.delay = try integer(value, key, 0...sampleCountLimit)
             case "offset": configuration.offset = try integer(value, key, 0...sampleCountLimit)
             case "length": configuration.length = try integer(value, key, 0...sampleCountLimit)
@@ -311,6 +314,9 @@ public struct NodeConfiguration: Sendable, Equatable {
 
         if filename == nil && impulses.isEmpty {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
+        }
+        if width != 1 && outputCount != 2 {
+            throw NodeConfigurationError(key: "width", message: "needs a node with two outputs (stereo), not \(outputCount)")
         }
         if isSOFA {
             guard outputCount == 2 else {

@@ -61,6 +61,8 @@ struct LiveControls: Equatable {
     var gain: Double
     var mix: Double
     var bypass: Bool
+    /// `StereoWidth` of the wet signal (two outputs only).
+    var width = 1.0
 }
 
 /// A change requested by a Props param: any subset of the controls, and (for IR hot-swap) a new
@@ -69,6 +71,7 @@ struct PropsChange {
     var gain: Double?
     var mix: Double?
     var bypass: Bool?
+    var width: Double?
     var filename: String?
     /// `sofa.azimuth`, `sofa.elevation`, `sofa.radius`: where an HRTF set places the source.
     var sofa: [(coordinate: String, value: Double)] = []
@@ -95,6 +98,8 @@ enum PropsParam {
         spa_pod_builder_float(&builder, Float(controls.mix))
         spa_pod_builder_string(&builder, "bypass")
         spa_pod_builder_bool(&builder, controls.bypass)
+        spa_pod_builder_string(&builder, "width")
+        spa_pod_builder_float(&builder, Float(controls.width))
         spa_pod_builder_string(&builder, "crossfade")
         spa_pod_builder_float(&builder, Float(crossfadeSeconds))
         if let filename {
@@ -143,6 +148,9 @@ enum PropsParam {
                 else { change.rejected.append(key) }
             case "bypass":
                 if let flag = boolean(value) { change.bypass = flag } else { change.rejected.append(key) }
+            case "width":
+                if let number = number(value), StereoWidth.range.contains(number) { change.width = number }
+                else { change.rejected.append(key) }
             case "crossfade":
                 if let number = number(value), (0...NodeConfiguration.crossfadeLimit).contains(number) { change.crossfade = number }
                 else { change.rejected.append(key) }

@@ -80,9 +80,12 @@ final class RealtimeProcessor {
     private let gainBits: Atomic<UInt32>
     private let mixBits: Atomic<UInt32>
     private let bypassFlag: Atomic<Bool>
-    /// Smoothed amounts of the convolved (wet) and input (dry) signal, data thread only.
+    private let widthBits: Atomic<UInt32>
+    /// Smoothed amounts of the convolved (wet) and input (dry) signal, and the wet's stereo width,
+    /// data thread only.
     private var wetAmount: Float
     private var dryAmount: Float
+    private var widthAmount: Float
 
     /// The graph rate the data thread saw last, when it differs from the engine's.
     let mismatchedRate = Atomic<Int>(0)
@@ -138,6 +141,8 @@ final class RealtimeProcessor {
         gainBits = Atomic(Float(controls.gain).bitPattern)
         mixBits = Atomic(Float(controls.mix).bitPattern)
         bypassFlag = Atomic(controls.bypass)
+        widthBits = Atomic(Float(controls.width).bitPattern)
+        widthAmount = Float(controls.width)
         (wetAmount, dryAmount) = Self.targetAmounts(gain: Float(controls.gain), mix: Float(controls.mix),
                                                     bypass: controls.bypass)
     }
@@ -211,6 +216,7 @@ final class RealtimeProcessor {
         gainBits.store(Float(controls.gain).bitPattern, ordering: .relaxed)
         mixBits.store(Float(controls.mix).bitPattern, ordering: .relaxed)
         bypassFlag.store(controls.bypass, ordering: .relaxed)
+        widthBits.store(Float(controls.width).bitPattern, ordering: .relaxed)
     }
 
     /// Bypass passes the input through; otherwise output = gain·mix·wet + (1 − mix)·dry.
@@ -405,13 +411,18 @@ final class RealtimeProcessor {
         }
     }
 
-    /// Port output = wet·(engine output in `engineOutputs`) + dry·input, the amounts gliding per
+    /// Port output = wet·(engine output in `engineOutputs`, its stereo width set) + dry·input, the amounts gliding per
     /// sample to their targets (one-pole, ~5 ms) so control changes never click. `engineOutputs`
     /// may be the port buffers themselves. Real-time safe.
     private func mixDryWet(from engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, coefficient: Float) {
         let (wetTarget, dryTarget) = Self.targetAmounts(gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
                                                         mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
                                                         bypass: bypassFlag.load(ordering: .relaxed))
+        let widthTarget = Float(bitPattern: widthBits.load(ordering: .relaxed))
+        if outputCount == 2, widthAmount != 1 || widthTarget != 1, let left = engineOutputs[0], let right = engineOutputs[1] {
+            widthAmount = StereoWidth.apply(left: left, right: right, frameCount: frameCount, width: widthAmount,
+                                            target: widthTarget, coefficient: coefficient)
+        }
         let steady = wetAmount == wetTarget && dryAmount == dryTarget
         for channel in 0..<outputCount {
             guard let output = outputBuffers[channel], let engineOutput = engineOutputs[channel] else { continue }

@@ -79,7 +79,8 @@ enum RenderCommand: Command {
 
         let cpuStart = clock()
         // The output is the input's length plus the IR's tail (length - 1), fed out with silence.
-        let frameCount = try stream(input, through: engine, amounts: configuration.wetAndDryAmounts, into: output,
+        let frameCount = try stream(input, through: engine, amounts: configuration.wetAndDryAmounts,
+                                    width: Float(configuration.width), into: output,
                                     blockSize: block, tailFrames: tailFrames)
         try output.close()
         let cpuSeconds = Double(clock() - cpuStart) / Double(CLOCKS_PER_SEC)
@@ -114,7 +115,7 @@ enum RenderCommand: Command {
     /// Reads `input` block by block (then `tailFrames` of silence), convolves, writes; returns
     /// the frames written.
     static func stream(_ input: SoundFileReader, through engine: ConvolutionEngine, amounts: (wet: Float, dry: Float),
-                       into output: SoundFileWriter, blockSize: Int, tailFrames: Int) throws -> Int {
+                       width: Float = 1, into output: SoundFileWriter, blockSize: Int, tailFrames: Int) throws -> Int {
         let (inputCount, outputCount) = (input.info.channelCount, output.channelCount)
         var interleavedIn = [Float](repeating: 0, count: blockSize * inputCount)
         var interleavedOut = [Float](repeating: 0, count: blockSize * outputCount)
@@ -138,6 +139,10 @@ enum RenderCommand: Command {
                 (planar + read).update(repeating: 0, count: count - read)
             }
             engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+            if outputCount == 2 && width != 1 {
+                _ = StereoWidth.apply(left: outputs[0].pointer, right: outputs[1].pointer, frameCount: count, width: width,
+                                      target: width, coefficient: 1)
+            }
             for channel in 0..<outputCount {
                 let planar = outputs[channel].pointer
                 if amounts == (1, 0) {

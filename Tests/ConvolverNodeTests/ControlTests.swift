@@ -88,6 +88,46 @@ final class ControlTests: XCTestCase {
         }
     }
 
+    /// `width` in Props: mid/side of the wet signal, side × width. Set to 0 live (read back), the
+    /// two outputs are both the mid of the two wet channels; a module loaded with `width = 2`
+    /// puts out mid + 2·side. Each judged exactly as the N×M convolution it amounts to.
+    func testWidthInPropsAndArguments() throws {
+        let impulse = TestSignals.syntheticImpulse()
+        func entries(_ weights: [[Float]], tag: String) throws -> [ImpulseEntry] {
+            // weights[output][input]: output o = Σ_i weights[o][i] · (input i ∗ impulse channel i).
+            var list: [ImpulseEntry] = []
+            for (output, row) in weights.enumerated() {
+                for (input, weight) in row.enumerated() {
+                    let file = path("width-\(tag)-\(input)-\(output).wav")
+                    try TestSignals.write([impulse[input].map { $0 * weight }], to: file)
+                    list.append(.init(input, output, file, 0))
+                }
+            }
+            return list
+        }
+        try TestSignals.write(impulse, to: path("ir.wav"))
+        for (tag, width, weights) in [("narrow", 0.0, [[Float(0.5), 0.5], [0.5, 0.5]]), ("wide", 2.0, [[Float(1.5), -0.5], [-0.5, 1.5]])] {
+            let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-control")
+            let arguments = "node.name = conv-control filename = \"\(path("ir.wav"))\" \(record.argument)"
+            let client = try ModuleClient.start(daemon, name: "conv-control", arguments: arguments + (tag == "wide" ? " width = 2" : ""))
+            defer { client.stop() }
+            try daemon.waitForPorts(ofNode: "conv-control", count: 4, timeout: 30)
+            let id = try XCTUnwrap(try daemon.nodeProperties("conv-control")).id
+            if tag == "narrow" {
+                XCTAssertEqual(try readProps(id)["width"], "1.000000")
+                try setProps(id, "\"width\" \(width)")
+                try setProps(id, "\"width\" 3")   // out of range: ignored
+            }
+            XCTAssertTrue(waitUntil(timeout: 5) { (try? self.readProps(id)["width"]) == String(format: "%.6f", width) }, tag)
+            try play(tag: tag, seed: 3)
+            XCTAssertTrue(client.isRunning, client.log)
+            client.stop()
+            let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: try entries(weights, tag: tag),
+                                               segments: [.init(wet: 1, dry: 0)], played: nil, workDirectory: daemon.runtimeDirectory)
+            RecordJudge.assertExact(result, outputs: 2, label: "width \(width)")
+        }
+    }
+
     func testStatisticsPropertiesAppearAndMove() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         let client = try ModuleClient.start(daemon, name: "conv-stats",

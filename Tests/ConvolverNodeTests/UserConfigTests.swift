@@ -1,6 +1,7 @@
 import Convolution
 import ConvolverNode
 import Foundation
+import Glibc
 import XCTest
 
 /// Sink mode and the ready-made configs of pipewire-conf/: each config is run as shipped (its
@@ -193,6 +194,48 @@ final class UserConfigTests: XCTestCase {
         }
         try playAndCompare(node: "convolver-surround", client: client, outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
                            inputPrefix: "playback", entries: entries, wet: 1, dry: 0, irSeconds: 0.05)
+    }
+}
+
+extension UserConfigTests {
+    /// 8 inputs → 2 ears from the KEMAR SOFA set: each input through the set's filters for its
+    /// speaker's direction (the test's own table of ITU angles), LFE unfiltered, each ear scaled by
+    /// its autogain (which the node must report); the filters at the graph's 48 kHz.
+    func testVirtualSurroundSOFAConfig() throws {
+        let name = "swift-convolver-virtual-surround-7.1-sofa.conf"
+        let client = try startConfig(name, node: "convolver-sofa-surround", portCount: 16)
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "output.convolver-sofa-surround", count: 2, timeout: 30)
+        let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
+        let azimuths: [String: Double] = ["FL": 30, "FR": -30, "FC": 0, "RL": 150, "RR": -150, "SL": 90, "SR": -90]
+        let set = try HRTFSet(path: SOFATests.kemar)
+        var filters: [[[Float]]] = []   // per input, per ear
+        for position in positions {
+            if let azimuth = azimuths[position] {
+                filters.append(try ImpulseResponse.load(set, direction: SourceDirection(azimuth: azimuth), sampleRate: 48000).channels)
+            } else {
+                filters.append([[1], [1]])   // LFE: unfiltered
+            }
+        }
+        // The ears' autogain for this matrix (its levels are AutogainTests' to judge), as the node reports it.
+        let matrix = ConvolutionMatrix(inputCount: 8, outputCount: 2, entries: filters.enumerated().flatMap { input, ears in
+            ears.enumerated().map { ConvolutionMatrix.Entry(input: input, output: $0.offset, impulse: $0.element) } })
+        let gains = Autogain.gains(matrix, sampleRate: 48000)
+        var reported = ""
+        XCTAssertTrue(waitUntil(timeout: 5) {   // statistics come once a second
+            reported = ((try? self.daemon.nodeProperties("convolver-sofa-surround"))?.properties["convolver.autogain-db"] as? String) ?? ""
+            return reported.contains(",")
+        }, "convolver.autogain-db: '\(reported)'")
+        XCTAssertEqual(reported, gains.map { String(format: "%.2f", 20 * log10($0)) }.joined(separator: ","))
+        var entries: [ImpulseEntry] = []
+        for (input, ears) in filters.enumerated() {
+            let file = path("sofa-\(input).wav")
+            try TestSignals.write([ears[0].map { $0 * gains[0] }, ears[1].map { $0 * gains[1] }], to: file)
+            entries += [.init(input, 0, file, 0), .init(input, 1, file, 1)]
+        }
+        try playAndCompare(node: "convolver-sofa-surround", client: client, outputNode: "output.convolver-sofa-surround",
+                           positions: positions, outputPositions: ["FL", "FR"], inputPrefix: "playback", entries: entries,
+                           wet: 1, dry: 0, irSeconds: 0.05)
     }
 }
 
