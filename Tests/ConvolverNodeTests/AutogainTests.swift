@@ -49,7 +49,11 @@ final class AutogainTests: XCTestCase {
     /// Runs `arguments` (module keys) with autogain through the node's engine; returns per output
     /// the wet level against the input's, in dB, after the IR has filled.
     private func levels(_ arguments: String, autogain: Bool = true) throws -> (differencesDB: [Double], autogainDB: [Double]?) {
-        var (configuration, _) = try NodeConfiguration.parse(arguments: arguments + " autogain = \(autogain)")
+        try levels(try SPAJSONValue.parse(arguments + " autogain = \(autogain)"))
+    }
+
+    private func levels(_ arguments: SPAJSONValue) throws -> (differencesDB: [Double], autogainDB: [Double]?) {
+        var (configuration, _) = try NodeConfiguration.parse(arguments)
         configuration.workgroupThreads = .fixed(1)
         let prepared = try EngineFactory.preparedMatrix(configuration, sampleRate: 48000)
         let engine = try ConvolutionEngine(matrix: prepared.matrix, configuration: .init(expectedBlockSize: 1024))
@@ -90,6 +94,8 @@ final class AutogainTests: XCTestCase {
             ("builtin:hilbert", "filename = \"builtin:hilbert\""),
             ("true stereo", "filename = \"\(path("true-stereo.wav"))\""),
             ("cabinet 44.1 kHz", "audio.channels = 1 filename = \"\(path("cabinet.wav"))\""),
+            ("SOFA source at 60 degrees", "filename = \"\(SOFATests.kemar)\" sofa = { azimuth = 60 }"),
+            ("SOFA 7.1 virtual surround", "filename = \"\(SOFATests.kemar)\" audio.position = [ \(positions.joined(separator: " ")) ]"),
             ("7.1 to binaural", "audio.position = [ \(positions.joined(separator: " ")) ] output.position = [ FL FR ] "
                 + "impulses = [ \(entries.joined(separator: " ")) ]"),
         ]
@@ -100,6 +106,47 @@ final class AutogainTests: XCTestCase {
                   + "wet - input \(result.differencesDB.map { String(format: "%+.2f", $0) }) dB")
             for (output, difference) in result.differencesDB.enumerated() {
                 XCTAssertEqual(difference, 0, accuracy: 0.5, "\(name), output \(output)")
+            }
+        }
+    }
+
+    /// Every config of pipewire-conf/ with `autogain = true` added to its module's arguments (its
+    /// IR directory filled with generated IRs of the channel counts it names, uneven in level and
+    /// colour), and the SOFA virtual surround as shipped.
+    func testPinkNoiseKeepsItsLevelThroughEveryShippedConfig() throws {
+        var random = SeededGenerator(seed: 9)
+        let channelCounts = ["cabinet.wav": 1, "room-correction.wav": 2, "left.wav": 2, "right.wav": 2,
+                             "true-stereo-4ch.wav": 4, "hrir.wav": 14]
+        for (name, channels) in channelCounts {
+            var impulse: [[Float]] = []
+            for channel in 0..<channels {
+                let level = 0.2 * Float(channel % 3 + 1), decay = Float(300 * (channel + 1))
+                impulse.append((0..<4800).map { n in Float.random(in: -1...1, using: &random) * level * expf(-Float(n) / decay) })
+            }
+            try AudioFile.write(path: path(name), sampleRate: 48000, channels: impulse)
+        }
+        let configs = try FileManager.default.contentsOfDirectory(atPath: BuildProducts.packageRoot + "/pipewire-conf")
+            .filter { $0.hasPrefix("swift-convolver") && $0.hasSuffix(".conf") }.sorted()
+        XCTAssertGreaterThanOrEqual(configs.count, 9)
+        for config in configs {
+            let text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + config, encoding: .utf8)
+                .replacingOccurrences(of: "/path/to/irs/", with: directory.path + "/")
+            guard case let .object(top) = try SPAJSONValue.parse(text),
+                  case let .array(modules)? = top.last(where: { $0.key == "context.modules" })?.value,
+                  let module = modules.first(where: {
+                      guard case let .object(members) = $0 else { return false }
+                      return members.contains { $0.key == "name" && $0.value.text == "libpipewire-module-swift-convolver" }
+                  }),
+                  case let .object(members) = module,
+                  case let .object(arguments)? = members.first(where: { $0.key == "args" })?.value else {
+                XCTFail("\(config): no libpipewire-module-swift-convolver args")
+                continue
+            }
+            let result = try levels(.object(arguments.filter { $0.key != "autogain" } + [SPAJSONMember(key: "autogain", value: .word("true"))]))
+            print("autogain \(config): gains \(result.autogainDB?.map { String(format: "%.2f", $0) } ?? []) dB, "
+                  + "wet - input \(result.differencesDB.map { String(format: "%+.2f", $0) }) dB")
+            for (output, difference) in result.differencesDB.enumerated() {
+                XCTAssertEqual(difference, 0, accuracy: 0.5, "\(config), output \(output)")
             }
         }
     }
