@@ -76,6 +76,8 @@ enum InspectCommand: Command {
                   + "; channels 0 and 1 below are the left and right ear for a source straight ahead")
         }
         print(report(irSpec, impulseResponse, analysis))
+        let autogain = Autogain.gains(matrix, sampleRate: rate).map { String(cFormat: "%.2f", 20 * log10(Double($0))) }
+        print("Autogain:  \(autogain.joined(separator: ", ")) dB per output (`autogain = true`: pink noise keeps its level)")
         print(planReport(plan, problem: problem))
 
         if let svgPath = options.string("--svg") {

@@ -116,6 +116,18 @@ final class InspectCommandTests: XCTestCase {
             XCTAssertLessThanOrEqual(row.preDelayMilliseconds, 80, run.output)
         }
         XCTAssertTrue(run.output.contains("Partition plan at quantum 256 (2 in, 2 out, 2 IRs):"), run.output)
+        // The gains a node with `autogain = true` applies (AutogainTests: -2.05, -2.48 dB for the hall).
+        XCTAssertEqual(value(after: "Autogain:", in: run.output), "-2.05, -2.48 dB per output (`autogain = true`: pink noise keeps its level)")
+    }
+
+    /// A SOFA file: its grid, the ears' filters for a source ahead, planned as one input to two ears.
+    func testInspectSOFAShowsItsGrid() throws {
+        let run = try inspect(["--ir", "/usr/share/libmysofa/MIT_KEMAR_normal_pinna.sofa"])
+        XCTAssertEqual(run.status, 0, run.errors)
+        XCTAssertTrue(run.output.contains("SOFA:      710 measurements, 512 taps at 44100 Hz, elevation -40...90 deg, radius 1.40...1.40 m"),
+                      run.output)
+        XCTAssertEqual(value(after: "Rate:", in: run.output), "44100 Hz")
+        XCTAssertTrue(run.output.contains("Partition plan at quantum 256 (1 in, 2 out, 2 IRs):"), run.output)
     }
 
     func testTrueStereoIRIsPlannedOnTwoChannelsAndResampled() throws {
