@@ -23,35 +23,16 @@ final class InstallTests: XCTestCase {
 
     @discardableResult
     private func make(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/make")
-        process.arguments = ["-s", "-C", Self.repository, "BUILD_DIR=\(products)"] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw TestFailure("make \(arguments) failed: \(output)") }
+        let (status, output) = try runToCompletion("/usr/bin/make", ["-s", "-C", Self.repository, "BUILD_DIR=\(products)"] + arguments)
+        guard status == 0 else { throw TestFailure("make \(arguments) failed: \(output)") }
         return output
-    }
-
-    /// Files and symlinks under `directory`, relative to it.
-    private func files(under directory: String) -> [String] {
-        guard let enumerator = FileManager.default.enumerator(atPath: directory) else { return [] }
-        var found: [String] = []
-        while let path = enumerator.nextObject() as? String {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + path)
-            if attributes?[.type] as? FileAttributeType != .typeDirectory { found.append(path) }
-        }
-        return found.sorted()
     }
 
     func testUserInstallLoadsFromThereAndUninstallLeavesNothing() throws {
         let home = scratch + "/home"
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         try make(["install", "HOME=\(home)"])
-        let installed = files(under: home)
+        let installed = entriesOtherThanDirectories(under: home)
         for expected in [".local/bin/pw-convolver", ".local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so",
                          ".config/pipewire/pipewire.conf.d/swift-convolver.conf",
                          ".config/systemd/user/swift-convolver.service",
@@ -104,13 +85,13 @@ final class InstallTests: XCTestCase {
         client.stop()
 
         try make(["uninstall", "HOME=\(home)"])
-        XCTAssertEqual(files(under: home), [], "uninstall left files behind")
+        XCTAssertEqual(entriesOtherThanDirectories(under: home), [], "uninstall left files behind")
     }
 
     func testSystemWideInstallIntoDestdirAndUninstall() throws {
         let destination = scratch + "/dest"
         try make(["install", "PREFIX=/usr/local", "DESTDIR=\(destination)"])
-        let installed = files(under: destination)
+        let installed = entriesOtherThanDirectories(under: destination)
         XCTAssertTrue(installed.contains("usr/local/bin/pw-convolver"), "\(installed)")
         XCTAssertTrue(installed.contains("etc/pipewire/pipewire.conf.d/swift-convolver.conf"), "\(installed)")
         XCTAssertTrue(installed.contains("usr/local/lib/systemd/user/swift-convolver.service"), "\(installed)")
@@ -119,6 +100,6 @@ final class InstallTests: XCTestCase {
                       "\(installed)")
         XCTAssertFalse(installed.contains { $0.contains("pipewire.service.d") }, "no module-dir drop-in needed system-wide")
         try make(["uninstall", "PREFIX=/usr/local", "DESTDIR=\(destination)"])
-        XCTAssertEqual(files(under: destination), [], "uninstall left files behind")
+        XCTAssertEqual(entriesOtherThanDirectories(under: destination), [], "uninstall left files behind")
     }
 }

@@ -5,7 +5,8 @@ import XCTest
 /// The Debian package of `make deb`, installed with dpkg where the Swift toolchain is hidden
 /// (IsolatedSystem: a mount namespace over overlays, so the machine itself is left as it was):
 /// its binaries need nothing of the toolchain, the installed module plays exactly in a private
-/// daemon, the man pages render, and `dpkg -r` leaves no file behind.
+/// daemon, a C host loads and unloads it ten times, the man pages render, and `dpkg -r` leaves
+/// no file behind.
 final class PackageTests: XCTestCase {
     private static let moduleDirectory = "/usr/lib/x86_64-linux-gnu/pipewire-0.3"
     private static let module = moduleDirectory + "/" + BuildProducts.moduleFileName
@@ -75,11 +76,20 @@ final class PackageTests: XCTestCase {
                         played: daemon.runtimeDirectory + "/input.wav", workDirectory: daemon.runtimeDirectory)
             .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: daemon.runtimeDirectory + "/ir.wav"), label: "packaged")
 
+        // Loaded and unloaded ten times by a C host (no Swift runtime but the module's own).
+        let host = try ModuleReloadHost.executable.get()
+        let reload = try system.run([host, "10", "300", "node.name = reloaded filename = \"builtin:hall\""],
+                                    environment: daemon.environment(extra: ["PIPEWIRE_MODULE_DIR": modulePath]))
+        XCTAssertEqual(reload.status, 0, reload.output)
+        XCTAssertTrue(reload.output.contains("loaded 10"), reload.output)
+        XCTAssertTrue(daemon.answers(), "the daemon survived the reloads")
+
         let inspect = try system.run(["pw-convolver", "inspect", "--ir", "builtin:hall"])
         XCTAssertEqual(inspect.status, 0, inspect.output)
         XCTAssertTrue(inspect.output.contains("Length:"), inspect.output)
-        for (page, heading) in [("pw-convolver", "COMMANDS"), ("libpipewire-module-swift-convolver", "OPTIONS")] {
-            let man = try system.run(["man", "--warnings", page], environment: ["MANWIDTH": "100", "PATH": "/usr/bin:/bin"])
+        for (page, heading) in [("man1/pw-convolver.1.gz", "COMMANDS"), ("man7/libpipewire-module-swift-convolver.7.gz", "OPTIONS")] {
+            let man = try system.run(["man", "--warnings", "-l", "/usr/share/man/" + page],
+                                     environment: ["MANWIDTH": "100", "PATH": "/usr/bin:/bin"])
             XCTAssertEqual(man.status, 0, man.output)
             XCTAssertTrue(man.output.contains(heading), "man \(page): \(man.output.prefix(300))")
             XCTAssertFalse(man.output.contains("troff:"), "man \(page) warns: \(man.output.prefix(2000))")
@@ -98,17 +108,16 @@ final class PackageTests: XCTestCase {
         try BuildProducts.requireModule()
         let output = NSTemporaryDirectory() + "swconv-deb-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: BuildProducts.packageRoot + "/scripts/make-deb.sh")
-        process.arguments = [BuildProducts.directory, BuildProducts.distributionDirectory + "/man", "0.0", output]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertNotEqual(process.terminationStatus, 0, text)
+        let (status, text) = try runToCompletion(BuildProducts.packageRoot + "/scripts/make-deb.sh",
+                                                 [BuildProducts.directory, BuildProducts.distributionDirectory + "/man", "0.0", output])
+        XCTAssertNotEqual(status, 0, text)
         XCTAssertTrue(text.contains("still needs the Swift toolchain"), text)
         XCTAssertEqual((try? FileManager.default.contentsOfDirectory(atPath: output)) ?? [], [], "no package written")
     }
+}
+
+/// Tests/ModuleReload/module_reload.c, compiled once per test run against the PipeWire in use.
+enum ModuleReloadHost {
+    static let executable = TestTool.compile("Tests/ModuleReload/module_reload.c", into: "module_reload",
+                                             flags: "-Werror $(pkg-config --cflags --libs libpipewire-0.3)")
 }

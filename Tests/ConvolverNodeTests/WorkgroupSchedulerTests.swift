@@ -488,15 +488,17 @@ final class WorkgroupSplitTests: XCTestCase {
         let (matrix, configuration, inputs) = lateSplitCase(seed: 33)
         let delayedPiece = 9  // first piece of call 4: piece 10 finds the helper busy
         let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false))
-        let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: [delayedPiece: 40_000])
+        // The late piece is 100 ms late for a 50 ms wait limit: ten times what a stalled machine
+        // here kept a helper (a wait limit of 5 ms made a second piece late in a stall).
+        let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: [delayedPiece: 100_000])
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         var pacedCalls = 0
         let actual = render(engine, inputs, callSizes: [64], beforeCall: { _ in
             let start = monotonicNanos()
-            inner.beginCycle(startNanos: start, waitLimitNanos: start + 5_000_000, sampleRate: 48000)
+            inner.beginCycle(startNanos: start, waitLimitNanos: start + 50_000_000, sampleRate: 48000)
         }, afterCall: { call in
             // After the late piece, pace 1 ms per call for a while, so the helper comes back mid-render.
-            if call >= 4 && pacedCalls < 100 { pacedCalls += 1; usleep(1000) }
+            if call >= 4 && pacedCalls < 150 { pacedCalls += 1; usleep(1000) }
         })
         engine.stop()
         let statistics = inner.statistics()

@@ -125,16 +125,11 @@ enum TestTool {
         let directory = NSTemporaryDirectory() + "swconv-test-tools-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let output = directory + "/" + product, path = BuildProducts.packageRoot + "/" + source
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "cc -O2 -Wall -o '\(output)' '\(path)' \(flags)"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        do { try process.run() } catch { return .failure(TestFailure("cannot run cc: \(error)")) }
-        let log = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return .failure(TestFailure("cc \(path) failed:\n\(log)")) }
+        let compiled: (status: Int32, output: String)
+        do { compiled = try runToCompletion("/bin/sh", ["-c", "cc -O2 -Wall -o '\(output)' '\(path)' \(flags)"]) } catch {
+            return .failure(TestFailure("cannot run cc: \(error)"))
+        }
+        guard compiled.status == 0 else { return .failure(TestFailure("cc \(path) failed:\n\(compiled.output)")) }
         return .success(output)
     }
 }

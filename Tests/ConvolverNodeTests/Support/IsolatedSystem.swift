@@ -53,31 +53,13 @@ final class IsolatedSystem {
     /// Runs `arguments` inside, to completion; its status and output.
     @discardableResult
     func run(_ arguments: [String], environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command(arguments)
-        if let environment { process.environment = environment }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        try runToCompletion("/usr/bin/env", command(arguments), environment: environment)
     }
 
     /// What is in the upper layer of `path` (one of `overlaid`) that is not a directory: files
     /// written and whiteouts of files removed, relative to `path`.
     func changedEntries(under path: String) -> [String] {
-        let upper = layerPath(path, "upper")
-        guard let enumerator = FileManager.default.enumerator(atPath: upper) else { return [] }
-        var found: [String] = []
-        while let entry = enumerator.nextObject() as? String {
-            let attributes = try? FileManager.default.attributesOfItem(atPath: upper + "/" + entry)
-            if attributes?[.type] as? FileAttributeType != .typeDirectory { found.append(entry) }
-        }
-        return found.sorted()
+        entriesOtherThanDirectories(under: layerPath(path, "upper"))
     }
 
     func remove() {
