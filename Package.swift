@@ -1,11 +1,11 @@
 // swift-tools-version:5.9
 // swift-convolver: a zero-latency partitioned convolver as a PipeWire filter node.
-// Layout and dependency direction: see ../shared/DESIGN.md ("The shape").
+// Layout and dependency direction: see docs/design.md.
 import PackageDescription
 
 // Why these flags:
 // - exclusivity checking off: the first `swift_beginAccess` on a thread of a dlopened module mallocs
-//   (TLS), which would break the real-time contract on PipeWire's data thread (FACTS.md).
+//   (TLS), which would break the real-time contract on PipeWire's data thread (docs/facts.md).
 let realtimeSwiftSettings: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"])]
 
 let package = Package(
@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
                 swiftSettings: realtimeSwiftSettings,
                 // nodelete: PipeWire dlcloses modules on unload; a half-unloaded Swift runtime
-                // crashes later (FACTS.md).
+                // crashes later (docs/facts.md).
                 linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
 
         // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.

@@ -53,7 +53,7 @@ final class SinkStreams {
         playbackListener.initialize(to: spa_hook())
         let group = "swift-convolver-\(getpid())-\(configuration.nodeName)"
         // Without a session manager a stream gets no ports until its adapter configures them
-        // itself (FACTS.md); a session manager configures them again its own way.
+        // itself (docs/facts.md); a session manager configures them again its own way.
         let dspPorts = { (monitor: Bool) in
             "{ mode = dsp monitor = \(monitor) control = false position = preserve }"
         }

@@ -586,7 +586,7 @@ private enum SinkSignals {
 }
 
 private enum SinkGraph {
-    /// pw-play / pw-record properties for linking by hand without a session manager (FACTS.md).
+    /// pw-play / pw-record properties for linking by hand without a session manager (docs/facts.md).
     static func handLinkedStream(_ name: String) -> String {
         "{ node.name = \(name) node.want-driver = false "
             + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }"

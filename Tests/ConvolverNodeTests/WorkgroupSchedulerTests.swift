@@ -107,7 +107,7 @@ final class WorkgroupSchedulerTests: XCTestCase {
         }
     }
 
-    /// SCHED_DEADLINE where the kernel allows it (root here, FACTS.md), else the SCHED_FIFO fallback.
+    /// SCHED_DEADLINE where the kernel allows it (root here, docs/facts.md), else the SCHED_FIFO fallback.
     func testDeadlineSchedulingOrFallbackToFifo() throws {
         let runner = TableRunner(levelCount: 1, blockCount: 4)
         var configuration = WorkgroupSchedulerConfiguration()

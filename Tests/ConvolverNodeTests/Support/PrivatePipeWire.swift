@@ -109,7 +109,7 @@ enum PipeWireInstallation {
     static var isOneDotX: Bool { !version.hasPrefix("0.") }
 }
 
-/// A private headless PipeWire daemon in its own runtime dir (FACTS.md recipe), and helpers that
+/// A private headless PipeWire daemon in its own runtime dir (docs/facts.md), and helpers that
 /// run PipeWire's tools against it. Start one per test class; `stop()` in `tearDown`.
 final class PrivatePipeWire {
     let runtimeDirectory: String
