@@ -451,7 +451,7 @@ public final class ConvolverFilterNode {
         }
         events.process = { data, position in
             guard let data else { return }
-            // Sound: the node outlives the filter (destroy() destroys the filter first).
+            // SAFETY: the node outlives the filter (destroy() destroys the filter first).
             Unmanaged<ConvolverFilterNode>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.realtime.process(position: position) }
         }
         let pointer = UnsafeMutablePointer<pw_filter_events>.allocate(capacity: 1)

@@ -205,7 +205,7 @@ final class SinkStreams {
             }
             ids.append(id.rawValue)
         }
-        // Sound: `position` is a fixed array of SPA_AUDIO_MAX_CHANNELS (64) UInt32; positions.count ≤ 64
+        // SAFETY: `position` is a fixed array of SPA_AUDIO_MAX_CHANNELS (64) UInt32; positions.count ≤ 64
         // (NodeConfiguration.channelLimit).
         withUnsafeMutableBytes(of: &info.position) { raw in
             let slots = raw.bindMemory(to: UInt32.self)
@@ -255,7 +255,7 @@ final class SinkStreams {
 
         let clock = position.load(ordering: .acquiring)?.assumingMemoryBound(to: spa_io_position.self)
         let sampleFloats = MemoryLayout<Float>.size
-        // Sound: n_datas entries of `datas` are valid for the buffer's lifetime (this call).
+        // SAFETY: n_datas entries of `datas` are valid for the buffer's lifetime (this call).
         let outputDatas = outputBuffer.pointee.datas!
         let outputDataCount = Int(outputBuffer.pointee.n_datas)
         var capacity = Int.max
@@ -358,7 +358,7 @@ final class SinkStreams {
         }
         events.process = { data in
             guard let data else { return }
-            // Sound: the streams object outlives its streams (destroy() destroys them first).
+            // SAFETY: the streams object outlives its streams (destroy() destroys them first).
             Unmanaged<SinkStreams>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.captureProcess() }
         }
         let pointer = UnsafeMutablePointer<pw_stream_events>.allocate(capacity: 1)
@@ -386,7 +386,7 @@ final class SinkStreams {
         }
         events.process = { data in
             guard let data else { return }
-            // Sound: as for the capture stream.
+            // SAFETY: as for the capture stream.
             Unmanaged<SinkStreams>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.playbackProcess() }
         }
         let pointer = UnsafeMutablePointer<pw_stream_events>.allocate(capacity: 1)

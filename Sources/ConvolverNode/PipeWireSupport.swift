@@ -126,7 +126,7 @@ enum PropsParam {
     static func parse(_ pod: UnsafePointer<spa_pod>) -> PropsChange {
         var change = PropsChange()
         guard let prop = spa_pod_find_prop(pod, nil, SPA_PROP_params.rawValue) else { return change }
-        // Sound: `prop` points into `pod`, valid for this call; the parser reads within its size.
+        // SAFETY: `prop` points into `pod`, valid for this call; the parser reads within its size.
         let structPod = UnsafeMutableRawPointer(mutating: prop).advanced(by: MemoryLayout<UInt32>.size * 2)
             .assumingMemoryBound(to: spa_pod.self)
         guard spa_pod_is_struct(structPod) != 0 else { return change }

@@ -284,7 +284,7 @@ final class RealtimeProcessor {
 
         let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
         if let activeEngine {
-            // Sound: the slot is retained by `activeEngine` until the main loop frees it from
+            // SAFETY: the slot is retained by `activeEngine` until the main loop frees it from
             // `retiredEngine`, which happens only after this thread stored it there.
             Unmanaged<EngineSlot>.fromOpaque(activeEngine)._withUnsafeGuaranteedRef { slot in
                 if graphRate > 0 && graphRate != slot.sampleRate && mismatchedRate.load(ordering: .relaxed) != graphRate {
@@ -369,7 +369,7 @@ final class RealtimeProcessor {
                            waitLimitNanos: UInt64, sampleRate: Double) {
         guard let fading = fadingEngine else { return }
         if frameCount <= Self.bufferedCallCapacity {
-            // Sound: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
+            // SAFETY: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
             Unmanaged<EngineSlot>.fromOpaque(fading)._withUnsafeGuaranteedRef { old in
                 old.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: sampleRate)
                 old.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount)

@@ -233,7 +233,7 @@ public final class SoundFileReader {
         var done = 0
         while done < frameCount {
             let wanted = min(chunkFrames, frameCount - done)
-            // Sound: the buffer holds chunkFrames * channelCount floats; sndfile writes at most
+            // SAFETY: the buffer holds chunkFrames * channelCount floats; sndfile writes at most
             // `wanted` <= chunkFrames frames of channelCount samples.
             let got = Int(interleaved.withUnsafeMutableBufferPointer {
                 sf_readf_float(handle, $0.baseAddress, sf_count_t(wanted))
@@ -268,7 +268,7 @@ public final class SoundFileReader {
     private static func wavDataShortfall(descriptor: Int32, fileSize: Int) -> String? {
         func bytes(at offset: Int, count: Int) -> [UInt8]? {
             var buffer = [UInt8](repeating: 0, count: count)
-            // Sound: pread writes at most `count` bytes into a buffer of `count` bytes.
+            // SAFETY: pread writes at most `count` bytes into a buffer of `count` bytes.
             let got = buffer.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
             return got == count ? buffer : nil
         }

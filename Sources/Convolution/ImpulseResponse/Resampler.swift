@@ -82,7 +82,7 @@ enum Resampler {
         ioSpec.scale = sourceRate / targetRate
         var qualitySpec = soxr_quality_spec(recipe, 0)
         var producedCount = 0
-        // Sound: one channel, so the interleaved buffers are plain arrays; libsoxr reads exactly
+        // SAFETY: one channel, so the interleaved buffers are plain arrays; libsoxr reads exactly
         // samples.count floats and writes at most outputCount floats, the sizes we pass.
         let error = samples.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer { out in
