@@ -103,7 +103,12 @@ struct PlayThrough {
         }
         try whilePlaying()
         guard player.waitForExit(timeout: seconds * 3 + 10) else {
-            throw TestFailure("pw-play did not finish in time; log: \(player.log)")
+            // What the graph looked like, so that a hang can be told apart from a slow machine.
+            let links = (try? daemon.run(["pw-link", "-l"]).output) ?? "?"
+            let top = (try? daemon.run(["pw-cli", "ls", "Node"]).output.split(separator: "\n").filter {
+                $0.contains("node.name") }.joined(separator: "\n")) ?? "?"
+            throw TestFailure("pw-play did not finish in time; its log: \(player.log)\nrecorder log: \(recorder.log)\n"
+                              + "links:\n\(links)\nnodes:\n\(top)\ndaemon log:\n\(daemon.log(tail: 30))")
         }
         usleep(UInt32(tailSeconds * 1_000_000))
         recorder.interrupt()
