@@ -109,10 +109,8 @@ enum EngineFactory {
             return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
         }
         if configuration.impulses.isEmpty, let filename = configuration.filename {
-            let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
-                                                 delay: .samples(configuration.delay),
-                                                 resampleQuality: configuration.resampleQuality,
-                                                 preRinging: configuration.resamplePreRinging)
+            let options = loadOptions(configuration, offset: configuration.offset, length: configuration.length,
+                                      delay: configuration.delay)
             let impulseResponse = try load(ImpulseResponse.closestInRate(filename, configuration.rateAlternatives, to: Double(sampleRate)),
                                            key: "filename", sampleRate: sampleRate, options: options)
             do {
@@ -122,20 +120,15 @@ enum EngineFactory {
                 throw .impulseResponse(key: "filename", message: "\(error)", errno: EINVAL)
             }
         }
-        var loaded: [(impulse: NodeConfiguration.Impulse, response: ImpulseResponse)] = []
+        var loaded: [LoadedEntry] = []
         for (index, impulse) in configuration.impulses.enumerated() {
-            let options = ImpulseResponseOptions(channel: impulse.channel, offset: .samples(impulse.offset),
-                                                 length: .samples(impulse.length), delay: .samples(impulse.delay),
-                                                 gain: Float(impulse.gain), resampleQuality: configuration.resampleQuality,
-                                                 preRinging: configuration.resamplePreRinging)
+            let options = loadOptions(configuration, channel: impulse.channel, offset: impulse.offset, length: impulse.length,
+                                      delay: impulse.delay, gain: impulse.gain)
             let spec = ImpulseResponse.closestInRate(impulse.filename, impulse.rateAlternatives, to: Double(sampleRate))
-            loaded.append((impulse, try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)))
+            let response = try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
+            loaded.append((impulse.input, impulse.output, response.channels[0], response.addedDelayFrames))
         }
-        let resamplerDelayFrames = loaded.map(\.response.addedDelayFrames).max() ?? 0
-        let entries = loaded.map { impulse, response in
-            let alignment = [Float](repeating: 0, count: resamplerDelayFrames - response.addedDelayFrames)
-            return ConvolutionMatrix.Entry(input: impulse.input, output: impulse.output, impulse: alignment + response.channels[0])
-        }
+        let (entries, resamplerDelayFrames) = aligned(loaded)
         let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: configuration.outputCount, entries: entries)
         do {
             try matrix.validate()
@@ -151,33 +144,48 @@ enum EngineFactory {
                                sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let set: HRTFSet
         do { set = try HRTFSet(path: path) } catch { throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL) }
-        let options = ImpulseResponseOptions(offset: .samples(configuration.offset), length: .samples(configuration.length),
-                                             delay: .samples(configuration.delay), resampleQuality: configuration.resampleQuality,
-                                             preRinging: configuration.resamplePreRinging)
-        var ears: [(input: Int, response: ImpulseResponse?)] = []
+        let options = loadOptions(configuration, offset: configuration.offset, length: configuration.length,
+                                  delay: configuration.delay)
+        var loaded: [LoadedEntry] = []
         for (input, position) in configuration.positions.enumerated() {
             // One input is the source `sofa` places, whatever its position is called.
             let speaker = configuration.channelCount == 1 ? SourceDirection() : SpeakerDirections.direction(of: position)
             guard let speaker, position != "LFE" else {
-                ears.append((input, nil))   // LFE
+                loaded += [(input, 0, [1], 0), (input, 1, [1], 0)]   // LFE: unfiltered
                 continue
             }
             do {
-                ears.append((input, try ImpulseResponse.load(set, direction: speaker.rotated(by: configuration.sofa),
-                                                             sampleRate: Double(sampleRate), options: options)))
+                let ears = try ImpulseResponse.load(set, direction: speaker.rotated(by: configuration.sofa),
+                                                    sampleRate: Double(sampleRate), options: options)
+                loaded += (0..<2).map { (input, $0, ears.channels[$0], ears.addedDelayFrames) }
             } catch {
                 throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
             }
         }
-        let resamplerDelayFrames = ears.compactMap(\.response?.addedDelayFrames).max() ?? 0
-        var entries: [ConvolutionMatrix.Entry] = []
-        for (input, response) in ears {
-            let alignment = [Float](repeating: 0, count: resamplerDelayFrames - (response?.addedDelayFrames ?? 0))
-            for ear in 0..<2 {
-                entries.append(ConvolutionMatrix.Entry(input: input, output: ear, impulse: alignment + (response?.channels[ear] ?? [1])))
-            }
-        }
+        let (entries, resamplerDelayFrames) = aligned(loaded)
         return (ConvolutionMatrix(inputCount: configuration.channelCount, outputCount: 2, entries: entries), resamplerDelayFrames)
+    }
+
+    /// One matrix entry's IR as loaded, with the resampler ringing it kept (`ImpulseResponse.addedDelayFrames`).
+    typealias LoadedEntry = (input: Int, output: Int, impulse: [Float], addedDelayFrames: Int)
+
+    /// The entries, each IR delayed to the one with the most kept ringing, so the outputs stay
+    /// aligned; and that delay.
+    static func aligned(_ loaded: [LoadedEntry]) -> (entries: [ConvolutionMatrix.Entry], resamplerDelayFrames: Int) {
+        let delay = loaded.map(\.addedDelayFrames).max() ?? 0
+        return (loaded.map { entry in
+            ConvolutionMatrix.Entry(input: entry.input, output: entry.output,
+                                    impulse: [Float](repeating: 0, count: delay - entry.addedDelayFrames) + entry.impulse)
+        }, delay)
+    }
+
+    /// How every IR of `configuration` is loaded (its resampling); offset, length, delay (samples)
+    /// and gain are the IR's own.
+    static func loadOptions(_ configuration: NodeConfiguration, channel: Int? = nil, offset: Int, length: Int, delay: Int,
+                            gain: Double = 1) -> ImpulseResponseOptions {
+        ImpulseResponseOptions(channel: channel, offset: .samples(offset), length: .samples(length), delay: .samples(delay),
+                               gain: Float(gain), resampleQuality: configuration.resampleQuality,
+                               preRinging: configuration.resamplePreRinging)
     }
 
     /// `ImpulseResponse.load`, its error turned into one naming the module key.

@@ -58,7 +58,9 @@ enum InspectCommand: Command {
             guard let chosen = PreRinging(rawValue: name) else { throw UsageError("--pre-ringing must be cut or keep, not '\(name)'") }
             preRinging = chosen
         }
-        let impulseResponse = try ImpulseResponse.load(irSpec, sampleRate: rate, options: .init(preRinging: preRinging))
+        let loadOptions = ImpulseResponseOptions(preRinging: preRinging)
+        let impulseResponse = try hrtfSet.map { try ImpulseResponse.load($0, direction: SourceDirection(), sampleRate: rate, options: loadOptions) }
+            ?? ImpulseResponse.load(irSpec, sampleRate: rate, options: loadOptions)
         let analysis = DecayAnalysis(impulseResponse)
         let channelCount = requestedChannels ?? (impulseResponse.channelCount == 4 ? 2 : impulseResponse.channelCount)
         // An HRTF pair is one source to two ears.

@@ -67,10 +67,7 @@ final class InstallTests: XCTestCase {
         } catch {
             throw TestFailure("\(error)\nclient log:\n\(client.log)")
         }
-        // procfs files have size 0: read them as a stream.
-        let maps = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(client.process.processIdentifier)/maps"))
-        defer { try? maps.close() }
-        XCTAssertTrue(String(decoding: maps.readDataToEndOfFile(), as: UTF8.self).contains(home + "/.local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so"), "the installed module is the one loaded")
+        XCTAssertTrue(procfsText("/proc/\(client.process.processIdentifier)/maps").contains(home + "/.local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so"), "the installed module is the one loaded")
         // The installed pw-convolver, as the unit runs it.
         let standalone = try daemon.spawn(system.command([home + "/.local/bin/pw-convolver", "run", "--sink", "--name", "installed-sink",
                                                           "--ir", "builtin:dirac"]), logName: "installed-standalone.log")

@@ -62,9 +62,7 @@ final class PackageTests: XCTestCase {
         } catch {
             throw TestFailure("\(error)\nclient log:\n\(client.log)")
         }
-        let maps = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(client.process.processIdentifier)/maps"))
-        let mapped = String(decoding: maps.readDataToEndOfFile(), as: UTF8.self)
-        try? maps.close()
+        let mapped = procfsText("/proc/\(client.process.processIdentifier)/maps")
         XCTAssertTrue(mapped.contains(Self.module), "the installed module is the one loaded")
         XCTAssertFalse(mapped.contains("libswift"), "no Swift runtime library is loaded beside it")
         try PlayThrough(daemon: daemon, nodeName: "packaged")

@@ -13,11 +13,7 @@ final class IsolatedSystem {
     /// The toolchain this test process runs on: the directory holding the Swift runtime it loaded
     /// (`<toolchain>/usr/lib/swift/linux/libswiftCore.so`), e.g. /opt/swift.
     static let toolchain: String? = {
-        // procfs files have size 0: read as a stream.
-        guard let handle = FileHandle(forReadingAtPath: "/proc/self/maps") else { return nil }
-        defer { try? handle.close() }
-        let maps = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        guard let line = maps.split(separator: "\n").first(where: { $0.hasSuffix("/usr/lib/swift/linux/libswiftCore.so") }),
+        guard let line = procfsText("/proc/self/maps").split(separator: "\n").first(where: { $0.hasSuffix("/usr/lib/swift/linux/libswiftCore.so") }),
               let path = line.split(separator: " ").last else { return nil }
         return String(path.dropLast("/usr/lib/swift/linux/libswiftCore.so".count))
     }()

@@ -29,3 +29,10 @@ func entriesOtherThanDirectories(under directory: String) -> [String] {
     }
     return found.sorted()
 }
+
+/// A procfs file's text (`/proc/<pid>/maps` …): they report size 0, so they are read as a stream.
+func procfsText(_ path: String) -> String {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
+    defer { try? handle.close() }
+    return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+}
