@@ -54,7 +54,8 @@ let package = Package(
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],
-                    exclude: ["Support/judge_record.py", "Support/judge_graph.py", "Support/sofa_reference.py"]),
+                    exclude: ["Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
+                                 "Support/sofa_reference.py"]),
         // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
         .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),
     ]

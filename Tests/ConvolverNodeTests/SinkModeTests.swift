@@ -219,44 +219,10 @@ final class SinkModeTests: XCTestCase {
             "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
                 + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
         XCTAssertEqual(created, 0, createOutput)
-        try startWirePlumber()
+        background.append(try daemon.startWirePlumber())
         try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
             (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
         }
-    }
-
-    /// WirePlumber against the daemon: 0.5 (beside PipeWire 1.x) with its `policy` profile (the
-    /// session policy, no hardware monitors); 0.4.13 with Debian's config minus what needs a D-Bus
-    /// session (bluetooth/logind, the flatpak portal, device reservation) and minus the device
-    /// monitors (no hardware here): those make it quit with "Cannot autolaunch D-Bus".
-    private func startWirePlumber() throws {
-        var arguments = ["wireplumber"]
-        var environment = ["XDG_STATE_HOME": path("state"), "XDG_CONFIG_HOME": path("config-home")]
-        if PipeWireInstallation.isOneDotX {
-            arguments += ["--profile", "policy"]
-        } else {
-            let configDirectory = path("wireplumber")
-            try FileManager.default.copyItem(atPath: "/usr/share/wireplumber", toPath: configDirectory)
-            let mainConfig = configDirectory + "/wireplumber.conf"
-            let text = try String(contentsOfFile: mainConfig, encoding: .utf8)
-            try text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("bluetooth.lua") }
-                .joined(separator: "\n").write(toFile: mainConfig, atomically: true, encoding: .utf8)
-            try """
-                default_access.properties["enable-flatpak-portal"] = false
-                alsa_monitor.enabled = false
-                alsa_monitor.properties["alsa.reserve"] = false
-                v4l2_monitor.enabled = false
-                libcamera_monitor.enabled = false
-                """.write(toFile: configDirectory + "/main.lua.d/51-headless-test.lua", atomically: true, encoding: .utf8)
-            environment["WIREPLUMBER_CONFIG_DIR"] = configDirectory
-        }
-        // Its state (default nodes, stream volumes) goes to the daemon's dir, not the user's ~/.local/state.
-        let wireplumber = try spawn(arguments, logName: "wireplumber.log", extraEnvironment: environment)
-        try waitFor("WirePlumber connected", timeout: 20) {
-            guard wireplumber.isRunning else { return true }
-            return (try? self.daemon.run(["wpctl", "status"]).output.contains("WirePlumber")) == true
-        }
-        guard wireplumber.isRunning else { throw TestFailure("WirePlumber exited:\n\(wireplumber.log)") }
     }
 
     // MARK: - Without a session manager
