@@ -1,0 +1,114 @@
+/// Levels 1...: uniformly partitioned overlap-save over IR samples `offset ..< end`, one job per
+/// input block. Jobs of one level run one at a time, in order (the scheduler's promise), so the
+/// level's scratch buffers are its own.
+final class TailLevel {
+    let blockSize: Int
+    var segmentCount: Int { delayLine.segmentCount }
+    let offset: Int
+    let fft: RealFFT
+    let delayLine: FrequencyDelayLine
+    private let accumulator: SplitSpectra
+    private let fftScratch: InterleavedSpectra
+    private let window: AlignedFloats
+    private let timeBuffer: AlignedFloats
+    /// Output blocks by job: block j's output o is at `((j % resultSlotCount) * outputCount + o) * blockSize`.
+    private let results: AlignedFloats
+    /// Enough slots that a job never overwrites a block the data thread may still be reading.
+    private let resultSlotCount: Int
+    // Data-thread state: the output block being mixed in, and whether its result came in time.
+    private var mixingBlock = -1
+    private var mixingBlockReady = false
+    /// Where the engine runs this level's jobs itself, spread over its calls (TailLevel+Spread);
+    /// nil when the scheduler runs them.
+    var spread: SpreadState?
+    /// Test only (`EngineConfiguration.testDroppedTailBlockSeconds`): an output block left out.
+    var testDroppedBlock = -1
+
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
+        blockSize = level.blockSize
+        offset = level.offset
+        fft = RealFFT.ofSize(2 * blockSize)
+        delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
+        accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
+        fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+        window = AlignedFloats(count: 2 * blockSize)
+        timeBuffer = AlignedFloats(count: 2 * blockSize)
+        resultSlotCount = (offset + blockSize - 1) / blockSize + 2
+        results = AlignedFloats(count: resultSlotCount * routing.outputCount * blockSize)
+    }
+
+    /// The job: output block `block` from input samples `(block - 1) * blockSize ..< (block + 1) * blockSize`.
+    /// Real-time safe.
+    func run(block: Int, history: InputHistory, routing: Routing) {
+        let bins = delayLine.binCount
+        let slot = delayLine.slot(ofBlock: block)
+        for input in 0..<routing.inputCount { transformInput(input, block: block, history: history) }
+        for output in 0..<routing.outputCount {
+            let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
+            accReal.update(repeating: 0, count: bins)
+            accImaginary.update(repeating: 0, count: bins)
+            // Oldest segment first, the newest block's last: the order `runSpreadShare` can keep.
+            var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
+            while segment >= 1 {
+                delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
+                                     segments: segment..<segment + 1, newestSlot: slot, routing: routing)
+                segment -= 1
+            }
+            finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary, routing: routing)
+        }
+    }
+
+    /// Input `input`'s window of job `block` (its previous and its own block) into the delay line.
+    @inline(__always)
+    func transformInput(_ input: Int, block: Int, history: InputHistory) {
+        history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
+        let x = delayLine.blockSpectrum(input: input, slot: delayLine.slot(ofBlock: block))
+        fft.forward(window.pointer, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
+                    scratch: fftScratch.spectrum(0))
+    }
+
+    /// Adds segment 0 (the newest block) to `output`'s accumulator, inverse-transforms it and keeps
+    /// the second half as the result of job `block`. The accumulator is left undefined.
+    @inline(__always)
+    func finishOutput(_ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
+                              accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing) {
+        delayLine.accumulate(real: accumulatorReal, imaginary: accumulatorImaginary, output: output,
+                             segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
+        fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
+                    scratch: fftScratch.spectrum(0))
+        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
+        (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
+    }
+
+    /// Adds this level's output for stream samples `position ..< position + count` (within one
+    /// head block), awaiting the job that computed it when a new output block starts (unless a
+    /// spread level's, done by then).
+    /// Real-time safe; the wait is the scheduler's, bounded.
+    func mixResult(into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
+                   at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
+                   outputCount: Int) {
+        let delayed = position - offset
+        guard delayed >= 0 else { return }  // before the first output this level contributes to
+        let block = delayed / blockSize
+        if block != mixingBlock {
+            mixingBlock = block
+            mixingBlockReady = (!awaitsJobs || scheduler.awaitResult(level: schedulerLevel, block: block)) && block != testDroppedBlock
+        }
+        guard mixingBlockReady else { return }  // late: output without it, never block the graph
+        let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
+        let start = delayed - block * blockSize
+        for output in 0..<outputCount {
+            guard let destination = outputs[output] else { continue }
+            let source = resultBlock + output * blockSize + start
+            for n in 0..<count { destination[outputOffset + n] += source[n] }
+        }
+    }
+
+    func reset() {
+        delayLine.reset()
+        results.zero()
+        spread?.reset()
+        mixingBlock = -1
+        mixingBlockReady = false
+    }
+}
