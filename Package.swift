@@ -33,13 +33,15 @@ let package = Package(
                 swiftSettings: realtimeSwiftSettings),
         // Real-time helper threads, semaphores, intervals and deadlines. Knows nothing of DSP.
         .target(name: "Workgroup", swiftSettings: realtimeSwiftSettings),
+        // The engine's level jobs and split parts on the workgroup's helpers. No PipeWire.
+        .target(name: "LevelScheduling", dependencies: ["Convolution", "Workgroup"], swiftSettings: realtimeSwiftSettings),
         // The PipeWire filter node: ports, process(), params, statistics, module entry.
         .target(name: "ConvolverNode",
-                dependencies: ["Convolution", "Workgroup", "CPipeWire", "CConvolverShims"],
+                dependencies: ["Convolution", "Workgroup", "LevelScheduling", "CPipeWire", "CConvolverShims"],
                 swiftSettings: realtimeSwiftSettings),
 
         // Wiring only.
-        .executableTarget(name: "pw-convolver", dependencies: ["ConvolverNode", "Workgroup"],
+        .executableTarget(name: "pw-convolver", dependencies: ["ConvolverNode", "LevelScheduling", "Workgroup"],
                           swiftSettings: realtimeSwiftSettings),
         .target(name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
                 swiftSettings: realtimeSwiftSettings,
@@ -53,7 +55,9 @@ let package = Package(
                 exclude: ["resample_reference.py"]),
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
-        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "AllocationCounter", "EngineTestSupport"],
+        .testTarget(name: "LevelSchedulingTests",
+                    dependencies: ["LevelScheduling", "Convolution", "Workgroup", "AllocationCounter", "EngineTestSupport"]),
+        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
                     exclude: ["Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
                                  "Support/sofa_reference.py"]),
         // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).

@@ -2,6 +2,7 @@
 // Built off the real-time thread; handed to the data thread through RealtimeProcessor's atomics.
 import Convolution
 import Glibc
+import LevelScheduling
 import Workgroup
 
 /// One ready-to-run engine with what the data thread needs beside it.

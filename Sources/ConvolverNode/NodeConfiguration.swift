@@ -1,4 +1,5 @@
 import Convolution
+import LevelScheduling
 import Workgroup
 
 /// Everything that configures one convolver node: the module's arguments and `pw-convolver run`'s

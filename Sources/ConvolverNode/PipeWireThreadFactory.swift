@@ -53,13 +53,3 @@ public final class PipeWireThreadFactory: ThreadFactory, @unchecked Sendable {
         OpaquePointer(bitPattern: thread.rawValue)!
     }
 }
-
-/// SCHED_DEADLINE for helper threads through the C shim (`sched_setattr` has no glibc 2.36 wrapper).
-/// `period` is the shortest level's block period; the helper may use `runtimeFraction` of it.
-public func helperDeadlineScheduling(periodNanos: UInt64, runtimeFraction: Double) -> DeadlineScheduling {
-    let runtime = UInt64(Double(periodNanos) * min(max(runtimeFraction, 0.01), 0.95))
-    return DeadlineScheduling(runtimeNanos: runtime, deadlineNanos: periodNanos, periodNanos: periodNanos,
-                              apply: { runtime, deadline, period in
-                                  swconv_set_deadline_scheduling(runtime, deadline, period)
-                              })
-}

@@ -9,13 +9,6 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// SCHED_FIFO priority of the helpers (`workgroup.rt.prio`); nil: normal priority.
     /// Default: one below PipeWire's data thread (module-rt's default 88).
     public var realtimePriority: Int32? = 87
-    /// Try SCHED_DEADLINE first (period = the shortest level's block period at `sampleRate`,
-    /// runtime = `deadlineRuntimeFraction` of it), falling back to SCHED_FIFO.
-    /// Off by default: Linux runs SCHED_DEADLINE tasks before every SCHED_FIFO task, so a helper
-    /// under it preempts the data thread on a shared core (measured: data-thread p99 went from
-    /// ~55 µs to ~2.1 ms at 256-frame calls, 2 cores) — the opposite of "below the data thread".
-    public var deadlineScheduling = false
-    public var deadlineRuntimeFraction = 0.5
     /// How many of the shortest levels run on the data thread itself, each job spread by the engine
     /// over the calls of its block period. A short level's job costs little but wakes a helper every block:
     /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
@@ -38,7 +31,7 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// (still waking up), the data thread takes that part back and runs it itself instead of
     /// waiting for the wake-up. Off only in tests that need every part on a helper.
     public var splitTakeBack = true
-    /// Sizes the SCHED_DEADLINE period at setup; cycles carry their own rate.
+    /// The rate the split's call period is sized at (setup); cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
     public var warn: @Sendable (String) -> Void = { message in
@@ -130,7 +123,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     private var cycleStarted = false
     private var cycleStart: UInt64 = 0
     /// Wall time the data thread spent in this cycle waiting for helper results (data thread only).
-    private(set) var cycleWaitNanos: UInt64 = 0
+    public private(set) var cycleWaitNanos: UInt64 = 0
     private var waitLimit: UInt64 = .max
     private var nanosecondsPerSample = 1e9 / 48000
 
@@ -208,11 +201,6 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         // Below the split helpers when there are any: a part due within this call preempts a level job.
         poolConfiguration.realtimePriority = configuration.realtimePriority.map { splitting ? max($0 - 1, 1) : $0 }
         poolConfiguration.warn = configuration.warn
-        if configuration.deadlineScheduling, let shortest = pooledLevels.map(\.blockSize).min() {
-            poolConfiguration.deadlineScheduling = helperDeadlineScheduling(
-                periodNanos: UInt64(Double(shortest) * 1e9 / configuration.sampleRate),
-                runtimeFraction: configuration.deadlineRuntimeFraction)
-        }
         pool = try JobPool(queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration,
                            factory: threadFactory)
         reportedPool = pool
@@ -298,13 +286,13 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         }
         let jobEstimates = levels.map(\.estimatedJobNanoseconds)
         guard let pool = reportedPool else {
-            return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false, deadlineScheduling: false,
+            return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false,
                                                 helpers: IntervalStatistics().snapshot(),
                                                 inlineLevelCount: dataThreadLevelCount, levels: [], split: split,
                                                 splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
-            threadCount: pool.threadCount, realtime: pool.realtimeGranted, deadlineScheduling: pool.deadlineGranted,
+            threadCount: pool.threadCount, realtime: pool.realtimeGranted,
             helpers: pool.workgroup.statistics.snapshot(),
             inlineLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
@@ -338,7 +326,6 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
 
     public var threadCount: Int
     public var realtime: Bool
-    public var deadlineScheduling: Bool
     /// Every interval of every helper.
     public var helpers: IntervalStatisticsSnapshot
     /// The shortest levels, run on the data thread (not in `levels`).
@@ -372,7 +359,7 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var lateSplits: Int { split?.lateSplits ?? 0 }
 
     public var description: String {
-        var lines = ["helpers \(threadCount) (\(deadlineScheduling ? "SCHED_DEADLINE" : realtime ? "SCHED_FIFO" : "normal priority")), "
+        var lines = ["helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), "
                      + "late levels \(lateLevels), \(helpers)"
                      + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")
                      + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")

@@ -21,8 +21,6 @@ public struct JobPoolConfiguration: Sendable {
     /// Default 87: one below PipeWire's data thread (module-rt's default rt.prio 88).
     /// With `threadCount = .perLevel`, the helper of queue `k` gets this minus `k` (at least 1).
     public var realtimePriority: Int32? = 87
-    /// Ask for SCHED_DEADLINE first (falls back to `realtimePriority` if refused).
-    public var deadlineScheduling: DeadlineScheduling?
     /// Pending jobs per queue before `post` refuses one (counted in `droppedJobs`).
     public var queueCapacity = 256
     /// Where the single warning goes when real-time scheduling is refused.
@@ -56,8 +54,6 @@ public final class JobPool: @unchecked Sendable {
     public let queueStatistics: [IntervalStatistics]
     /// Whether every helper got SCHED_FIFO (false also when not requested).
     public private(set) var realtimeGranted = false
-    /// Whether every helper got SCHED_DEADLINE (false also when not requested).
-    public private(set) var deadlineGranted = false
 
     private let queues: [JobQueue]
     // SAFETY: unowned(unsafe) like the engine's InlineScheduler: the owner calls `stop()` (which
@@ -65,7 +61,6 @@ public final class JobPool: @unchecked Sendable {
     private unowned(unsafe) let runner: any JobRunner
     private let factory: any ThreadFactory
     private var threads: [SpawnedThread] = []
-    private let deadlineResults = Atomic<Int>(0)
 
     public init(queueCount: Int, runner: any JobRunner, configuration: JobPoolConfiguration = .init(),
                 factory: any ThreadFactory = PthreadThreadFactory()) throws(ThreadError) {
@@ -91,13 +86,8 @@ public final class JobPool: @unchecked Sendable {
         var refusal: Int32 = 0
         for index in 0..<threadCount {
             let name = String("\(configuration.namePrefix)-\(configuration.role)\(index)".utf8.prefix(15))!
-            let deadline = configuration.deadlineScheduling
             let thread = try factory.createThread(name: name) { [self] in
                 nameCurrentThread(name)
-                if let deadline,
-                   deadline.apply(deadline.runtimeNanos, deadline.deadlineNanos, deadline.periodNanos) == 0 {
-                    deadlineResults.wrappingAdd(1, ordering: .relaxed)
-                }
                 let token = try? workgroup.join()
                 started.post()
                 if dedicatedHelpers { dedicatedHelperLoop(queue: index) } else { helperLoop() }
@@ -106,9 +96,7 @@ public final class JobPool: @unchecked Sendable {
             threads.append(thread)
             started.wait()
         }
-        deadlineGranted = configuration.deadlineScheduling != nil
-            && deadlineResults.load(ordering: .relaxed) == threadCount
-        if !deadlineGranted, let priority = configuration.realtimePriority {
+        if let priority = configuration.realtimePriority {
             for (index, thread) in threads.enumerated() {
                 let step = configuration.priorityStepPerQueue
                 let result = factory.acquireRealtime(thread, priority: dedicatedHelpers ? max(priority - step * Int32(index), 1) : priority)

@@ -101,24 +101,6 @@ public final class ThreadBody {
     public init(_ run: @escaping @Sendable () -> Void) { self.run = run }
 }
 
-/// SCHED_DEADLINE parameters for helper threads (ns). The call itself is given by the caller:
-/// `sched_setattr` has no glibc 2.36 wrapper and `syscall` is variadic, which Swift cannot call,
-/// so ConvolverNode passes a C shim. It returns 0 or an errno value and applies to the calling thread.
-public struct DeadlineScheduling: Sendable {
-    public var runtimeNanos: UInt64
-    public var deadlineNanos: UInt64
-    public var periodNanos: UInt64
-    public var apply: @convention(c) (UInt64, UInt64, UInt64) -> Int32
-
-    public init(runtimeNanos: UInt64, deadlineNanos: UInt64, periodNanos: UInt64,
-                apply: @convention(c) (UInt64, UInt64, UInt64) -> Int32) {
-        self.runtimeNanos = runtimeNanos
-        self.deadlineNanos = deadlineNanos
-        self.periodNanos = periodNanos
-        self.apply = apply
-    }
-}
-
 /// The calling thread's scheduling policy and priority (e.g. the data thread's, to place helpers below it).
 public func currentThreadScheduling() -> (policy: Int32, priority: Int32) {
     var policy: Int32 = 0

@@ -1,6 +1,7 @@
 import Convolution
 import ConvolverNode
 import Glibc
+import LevelScheduling
 import Workgroup
 
 /// `pw-convolver bench`: times the engine on synthetic stereo IRs, beside a uniformly partitioned
@@ -11,7 +12,7 @@ enum BenchCommand: Command {
     static let usage = """
     Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S] [--evict-mb M]
                               [--plan 256,2048,16384]
-                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N] [--deadline 1]
+                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N]
                               [--split auto|on|off[,...]]
 
     Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
@@ -35,7 +36,6 @@ enum BenchCommand: Command {
       --inline-job-us N with --threads: also run on the data thread the shortest levels whose
                         job the engine estimates at most N µs (and 2% of the call period), and plan
                         for it; 0: off (default: the node's, 50)
-      --deadline 1      try SCHED_DEADLINE for the helpers with --threads
       --split M         with --threads: split the data thread's own share (the head's per-output
                         work) across split helpers within each call, fork-join: on, off (default)
                         or auto (when its estimated cost exceeds half the call period); several
@@ -45,7 +45,7 @@ enum BenchCommand: Command {
     static let sampleRate = 48000.0
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--evict-mb", "--plan", "--threads", "--channels", "--inline-levels", "--inline-job-us", "--deadline", "--split"])
+        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--evict-mb", "--plan", "--threads", "--channels", "--inline-levels", "--inline-job-us", "--split"])
         let json = options.flag("--json")
         let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
         let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
@@ -59,7 +59,6 @@ enum BenchCommand: Command {
         let channels = try options.integer("--channels") ?? 2
         let inlineLevels = try options.integer("--inline-levels", in: 0...16) ?? 0
         let inlineJobMicroseconds = try options.integer("--inline-job-us", in: 0...1_000_000)
-        let deadline = options.string("--deadline") == "1"
         let splitModes = try (options.string("--split") ?? "off").split(separator: ",").map { value in
             guard let mode = SplitMode(argument: String(value)) else {
                 throw UsageError("--split: '\(value)' is not 'auto', 'on' or 'off'")
@@ -76,7 +75,7 @@ enum BenchCommand: Command {
             return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
                                               threads: threads, channels: channels, inlineLevelCount: inlineLevels,
                                               inlineJobMicroseconds: inlineJobMicroseconds,
-                                              deadlineScheduling: deadline, splitModes: splitModes, json: json,
+                                              splitModes: splitModes, json: json,
                                               matrix: syntheticStereoMatrix)
         }
 

@@ -1,6 +1,7 @@
 import Convolution
 import ConvolverNode
 import Glibc
+import LevelScheduling
 
 /// `pw-convolver inspect`: what an IR is (level, onset, decay) and what the node would make of it
 /// (partition plan and estimated CPU), optionally drawn as an SVG.

@@ -1,6 +1,7 @@
 import Convolution
 import ConvolverNode
 import Glibc
+import LevelScheduling
 import Workgroup
 
 /// What one real-time paced run measured.
@@ -118,11 +119,10 @@ enum RealtimePacer {
     /// `split` says.
     static func runWorkgroup(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
                              seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
-                             deadlineScheduling: Bool = false, inlineLevelCount: Int = 0) throws -> PacedRunResult {
+                             inlineLevelCount: Int = 0) throws -> PacedRunResult {
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
-        schedulerConfiguration.deadlineScheduling = deadlineScheduling
         schedulerConfiguration.inlineLevelCount = inlineLevelCount
         schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
@@ -137,7 +137,7 @@ enum RealtimePacer {
     /// `matrix(irSeconds, channels)` builds the case's IRs.
     static func runBench(irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
                          threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0, inlineJobMicroseconds: Int? = nil,
-                         deadlineScheduling: Bool = false, splitModes: [SplitMode] = [.off], json: Bool = false,
+                         splitModes: [SplitMode] = [.off], json: Bool = false,
                          matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix) throws {
         for length in irSeconds {
             let caseMatrix = matrix(length, channels)
@@ -151,7 +151,7 @@ enum RealtimePacer {
                 for split in splitModes {
                     let workgroup = try runWorkgroup(matrix: caseMatrix, configuration: configuration, blockSize: block,
                                                      seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
-                                                     deadlineScheduling: deadlineScheduling, inlineLevelCount: inlineLevelCount)
+                                                     inlineLevelCount: inlineLevelCount)
                     if json {
                         print(workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
                                              threads: workgroup.helperThreads))

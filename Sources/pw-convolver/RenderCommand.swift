@@ -1,6 +1,7 @@
 import Convolution
 import ConvolverNode
 import Glibc
+import LevelScheduling
 import Workgroup
 
 /// `pw-convolver render`: an audio file through the very engine the node runs, offline.

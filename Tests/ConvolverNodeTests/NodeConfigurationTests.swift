@@ -1,6 +1,7 @@
 import Convolution
 @testable import ConvolverNode
 import Foundation
+import LevelScheduling
 import Workgroup
 import XCTest
 
@@ -202,6 +203,17 @@ final class NodeConfigurationTests: XCTestCase {
                 if bytes.isEmpty { break }
             }
             _ = try? NodeConfiguration.parse(arguments: String(decoding: bytes, as: UTF8.self))
+        }
+    }
+
+    /// `workgroup.split` in the module's arguments: auto by default, on/off (or true/false), and a
+    /// wrong value names the key.
+    func testSplitModuleKey() throws {
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x").0.workgroupSplit, .auto)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = on }").0.workgroupSplit, .on)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = false }").0.workgroupSplit, .off)
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = sometimes }")) { error in
+            XCTAssertEqual((error as? NodeConfigurationError)?.key, "workgroup.split", "\(error)")
         }
     }
 }

@@ -38,9 +38,3 @@ void cpw_log(enum spa_log_level level, const char *message);
 /// because the flag is an enum constant that older headers lack, tested with `PW_CHECK_VERSION`.
 uint32_t cpw_stream_flag_async(void);
 
-#include <stdint.h>
-
-/// Puts the calling thread under SCHED_DEADLINE (runtime ≤ deadline ≤ period, ns).
-/// Returns 0 or an errno value. Why C: glibc 2.36 has no `sched_setattr` wrapper and `syscall`
-/// is variadic, which Swift cannot call. Can go once glibc ≥ 2.41 (`sched_setattr`) is the floor.
-int swconv_set_deadline_scheduling(uint64_t runtime_ns, uint64_t deadline_ns, uint64_t period_ns);
