@@ -60,7 +60,5 @@ let package = Package(
         .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
                     exclude: ["Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
                                  "Support/sofa_reference.py"]),
-        // Decoding of profiler pods and the statistics of `pw-convolver top` (the executable target).
-        .testTarget(name: "TopProfilerTests", dependencies: ["pw-convolver"]),
     ]
 )

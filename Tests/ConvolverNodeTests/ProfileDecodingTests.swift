@@ -2,7 +2,7 @@
 // libspa's own pod builder; expected values are worked out by hand from the numbers put in.
 import CPipeWire
 import XCTest
-@testable import pw_convolver
+@testable import ConvolverNode
 
 final class ProfileDecodingTests: XCTestCase {
     /// One follower's block: times relative to the driver's signal, in ns.

@@ -2,16 +2,15 @@
 // cycles, as pw-top does. It runs on the caller's main loop: one thread, no locks.
 import CPipeWire
 import Convolution
-import ConvolverNode
 import Glibc
 
-enum ProfilerClientError: Error, CustomStringConvertible {
+public enum ProfilerClientError: Error, CustomStringConvertible {
     case cannotConnect(runtimeDirectory: String)
     case noProfiler
     case connectionLost(String)
     case pipewire(what: String, errno: Int32)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .cannotConnect(let directory):
             "cannot connect to PipeWire (XDG_RUNTIME_DIR=\(directory)): is a daemon running there?"
@@ -31,7 +30,7 @@ private let profilerInterfaceType = "PipeWire:Interface:Profiler"
 /// `PW_VERSION_PROFILER` of the 0.3 headers.
 private let profilerVersion: UInt32 = 3
 
-final class ProfilerClient {
+public final class ProfilerClient {
     private let context: OpaquePointer
     private let core: OpaquePointer
     private let registry: OpaquePointer
@@ -46,19 +45,19 @@ final class ProfilerClient {
     private let profilerEvents = UnsafeMutablePointer<pw_profiler_events>.allocate(capacity: 1)
 
     /// The cycles since the caller last emptied it, and since the start.
-    var interval = GraphStatistics()
-    var total = GraphStatistics()
-    private(set) var registryDone = false
-    private(set) var decodingError: ProfileDecodingError?
+    public var interval = GraphStatistics()
+    public var total = GraphStatistics()
+    public private(set) var registryDone = false
+    public private(set) var decodingError: ProfileDecodingError?
     /// Why the connection ended, if it did.
-    private(set) var connectionLost: String?
+    public private(set) var connectionLost: String?
     private var syncSequence: Int32 = -1
     private var coreListener: CoreListener?
     /// Runs on the loop when the registry was enumerated, a decoding failed or the connection ended.
-    var onChange: () -> Void = {}
+    public var onChange: () -> Void = {}
 
     /// Connects on `loop` (the caller runs it).
-    init(loop: UnsafeMutablePointer<pw_loop>) throws(ProfilerClientError) {
+    public init(loop: UnsafeMutablePointer<pw_loop>) throws(ProfilerClientError) {
         guard let context = pw_context_new(loop, nil, 0) else {
             throw .pipewire(what: "pw_context_new", errno: errno)
         }
@@ -140,7 +139,7 @@ final class ProfilerClient {
 
     /// Runs `mainLoop` until the registry was enumerated, then: returns if the daemon has a
     /// Profiler object (now bound), else throws.
-    func waitForProfiler(on mainLoop: PipeWireMainLoop, timeout: Double) throws(ProfilerClientError) {
+    public func waitForProfiler(on mainLoop: PipeWireMainLoop, timeout: Double) throws(ProfilerClientError) {
         onChange = { [unowned mainLoop] in mainLoop.quit() }
         let timeout = mainLoop.timer(after: timeout) { [unowned mainLoop] in mainLoop.quit() }
         mainLoop.run()

@@ -9,27 +9,27 @@ import CPipeWire
 
 /// The timing of one node in one cycle, in CLOCK_MONOTONIC nanoseconds (profiler "driverBlock" /
 /// "followerBlock").
-struct NodeCycleTiming: Equatable {
-    var id: UInt32
-    var name: String
+public struct NodeCycleTiming: Equatable {
+    public var id: UInt32
+    public var name: String
     /// When the node was told to run the cycle before.
-    var previousSignal: Int64 = 0
+    public var previousSignal: Int64 = 0
     /// When the node was told to run (its dependencies were done).
-    var signal: Int64
+    public var signal: Int64
     /// When the node's thread woke up to run it.
-    var awake: Int64
+    public var awake: Int64
     /// When the node finished its cycle.
-    var finish: Int64
+    public var finish: Int64
     /// The node's activation status when the cycle was sampled (see `finishedStatus`).
-    var status: Int32
+    public var status: Int32
     /// The node's own latency (quantum/rate it asked for).
-    var latency: spa_fraction
+    public var latency: spa_fraction
 
     /// `PW_NODE_ACTIVATION_FINISHED` (private header `pipewire/private.h`, stable since 0.3.0):
     /// the node completed its work in this cycle.
-    static let finishedStatus: Int32 = 3
+    public static let finishedStatus: Int32 = 3
 
-    static func == (lhs: Self, rhs: Self) -> Bool {
+    public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.id == rhs.id && lhs.name == rhs.name && lhs.previousSignal == rhs.previousSignal
             && lhs.signal == rhs.signal && lhs.awake == rhs.awake
             && lhs.finish == rhs.finish && lhs.status == rhs.status
@@ -38,18 +38,18 @@ struct NodeCycleTiming: Equatable {
 }
 
 /// One driver cycle as reported by module-profiler.
-struct ProfilerCycle: Equatable {
+public struct ProfilerCycle: Equatable {
     /// Frames in this cycle (the quantum the graph ran with: `clock.duration`).
-    var quantum: Int64
+    public var quantum: Int64
     /// Sample rate of the cycle (denominator of `clock.rate`, which is 1/rate).
-    var rate: UInt32
+    public var rate: UInt32
     /// The driver's xrun counter (`info`).
-    var driverXrunCount: Int32
-    var driver: NodeCycleTiming
-    var followers: [NodeCycleTiming]
+    public var driverXrunCount: Int32
+    public var driver: NodeCycleTiming
+    public var followers: [NodeCycleTiming]
 
     /// Length of the cycle in nanoseconds: the time every node had to finish in.
-    var periodNanoseconds: Int64 {
+    public var periodNanoseconds: Int64 {
         rate == 0 ? 0 : quantum * 1_000_000_000 / Int64(rate)
     }
 
@@ -57,7 +57,7 @@ struct ProfilerCycle: Equatable {
     /// runs in its cycle), or in the cycle before, whose times the profiler reports for PipeWire
     /// 1.x's asynchronous nodes (streams without RT_PROCESS, such as pw-play and pw-record).
     /// Older times belong to a node that did not run. As pw-top, a run's times must be in order.
-    func ran(_ timing: NodeCycleTiming) -> Bool {
+    public func ran(_ timing: NodeCycleTiming) -> Bool {
         let signalled = timing.signal >= driver.signal || (driver.previousSignal > 0 && timing.signal >= driver.previousSignal)
         return signalled && timing.awake >= timing.signal && timing.finish >= timing.awake
     }
@@ -65,7 +65,7 @@ struct ProfilerCycle: Equatable {
     /// A node's cycle is late when the node did not run or finish in the cycle, or finished after
     /// the cycle's period was over: counted from the driver's signal (the start of the cycle), or
     /// for an asynchronous node from its own signal (it has a whole period from there).
-    func isLate(_ timing: NodeCycleTiming) -> Bool {
+    public func isLate(_ timing: NodeCycleTiming) -> Bool {
         guard ran(timing) else { return true }
         guard timing.signal >= driver.signal else {
             return periodNanoseconds > 0 && timing.finish - timing.signal > periodNanoseconds
@@ -75,11 +75,11 @@ struct ProfilerCycle: Equatable {
     }
 }
 
-enum ProfileDecodingError: Error, CustomStringConvertible {
+public enum ProfileDecodingError: Error, CustomStringConvertible {
     case notAStruct(type: UInt32)
     case badProperty(name: String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .notAStruct(let type): "profiler event: expected a Struct pod, got SPA type \(type)"
         case .badProperty(let name): "profiler event: property '\(name)' is not the expected Struct"
@@ -88,7 +88,7 @@ enum ProfileDecodingError: Error, CustomStringConvertible {
 }
 
 /// Decodes one `profile` event pod. Cycles without a driver block are skipped.
-func decodeProfile(_ pod: UnsafePointer<spa_pod>) throws(ProfileDecodingError) -> [ProfilerCycle] {
+public func decodeProfile(_ pod: UnsafePointer<spa_pod>) throws(ProfileDecodingError) -> [ProfilerCycle] {
     guard pod.pointee.type == UInt32(SPA_TYPE_Struct) else { throw .notAStruct(type: pod.pointee.type) }
     var parser = structBodyParser(pod)
     var cycles: [ProfilerCycle] = []
