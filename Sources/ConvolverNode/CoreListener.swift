@@ -50,9 +50,7 @@ public final class CoreListener {
             guard let data else { return }
             Unmanaged<CoreListener>.fromOpaque(data).takeUnretainedValue().gone("the connection to PipeWire was closed")
         }
-        let pointer = UnsafeMutablePointer<pw_proxy_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
+        return persistentEventTable(events)
     }()
 
     private static let coreEvents: UnsafeMutablePointer<pw_core_events> = {
@@ -66,8 +64,6 @@ public final class CoreListener {
                 Unmanaged<CoreListener>.fromOpaque(data).takeUnretainedValue().gone("PipeWire went away (\(text))")
             }
         }
-        let pointer = UnsafeMutablePointer<pw_core_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
+        return persistentEventTable(events)
     }()
 }

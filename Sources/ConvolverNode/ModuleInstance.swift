@@ -24,7 +24,7 @@ public final class ConvolverModuleInstance {
     private let module: OpaquePointer
     private var core: OpaquePointer?
     private let ownsCore: Bool
-    private var node: ConvolverFilterNode?
+    private var node: ConvolverNode?
     private let moduleListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private var coreListener: CoreListener?
 
@@ -83,7 +83,7 @@ public final class ConvolverModuleInstance {
         let quantum = properties.flatMap { pw_properties_get($0, "default.clock.quantum") }.flatMap { Int(String(cString: $0)) } ?? 256
         do {
             guard let core else { throw ConvolverNodeError.pipeWire(call: "pw_context_connect", errno: EPIPE) }
-            node = try ConvolverFilterNode(core: core, context: context, loop: pw_context_get_main_loop(context), configuration: configuration,
+            node = try ConvolverNode(core: core, context: context, loop: pw_context_get_main_loop(context), configuration: configuration,
                                            sampleRate: rate, expectedBlockSize: quantum)
         } catch let error as ConvolverNodeError {
             teardown()
@@ -129,8 +129,6 @@ public final class ConvolverModuleInstance {
             guard let data else { return }
             Unmanaged<ConvolverModuleInstance>.fromOpaque(data).takeUnretainedValue().moduleDestroyed()
         }
-        let pointer = UnsafeMutablePointer<pw_impl_module_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
+        return persistentEventTable(events)
     }()
 }

@@ -49,6 +49,14 @@ enum PipeWireLog {
 
 /// Builds a `pw_properties` from Swift pairs. The caller owns the result (`pw_properties_free`, or
 /// give it to a call that takes ownership such as `pw_filter_new`).
+/// `call`'s result and errno read right after it, inside the closure: once Swift releases the
+/// temporaries of a call (bridged strings), their deinit may have changed errno. Pass C strings
+/// made outside (`withCString`), so that nothing is released between the call and the read.
+func withErrno<Result>(_ call: () -> Result) -> (Result, errno: Int32) {
+    let result = call()
+    return (result, errno)
+}
+
 func makeProperties(_ pairs: [(String, String)]) -> UnsafeMutablePointer<pw_properties> {
     let properties = pw_properties_new_string("")!
     for (key, value) in pairs { pw_properties_set(properties, key, value) }

@@ -9,42 +9,31 @@ import Workgroup
 
 /// State shared between the main loop (which builds engines and sets controls) and the data thread
 /// (which runs `process`). The data thread never waits on the main loop: engines travel through
-/// two atomic slots, controls through atomics.
-///
-/// Engine hand-over: the main loop stores a new engine in `pendingEngine`. At the start of a call
-/// the data thread takes it, but only when `retiredEngine` is empty; the engine it replaces goes
-/// to `retiredEngine`, and the main loop (woken by an event) stops and frees it there. So an
-/// engine is freed only after the data thread has let go of it, and no call sees a half-made one.
+/// `engines` (an `EngineExchange`), controls through atomics.
 ///
 /// Crossfade: the replaced engine is not retired at once. For `crossfadeSeconds` both engines run
 /// side by side (the old one into `fadeBuffers`, allocated here for up to `bufferedCallCapacity` frames)
-/// and the output glides old → new per sample; then the old engine goes to `retiredEngine`.
-/// A new pending engine waits until the fade in progress has finished.
+/// and the output glides old → new per sample; then the old engine is retired. A new offered
+/// engine waits until the fade in progress has finished.
 ///
-/// Re-plan for the running quantum: a pending engine can be marked (bit 0 of its pointer) to be
-/// taken only when the engine in use holds nothing but zeros, i.e. after silent input for the
-/// IR's length; it then replaces it without a fade, and the output does not change.
+/// Re-plan for the running quantum: an engine offered for silence is taken only when the engine in
+/// use holds nothing but zeros, i.e. after silent input for the IR's length; it then replaces it
+/// without a fade, and the output does not change.
 final class RealtimeProcessor {
     /// Input and output channels (equal unless `output.position` gives a matrix's outputs).
     let inputCount: Int
     let outputCount: Int
-    /// Port data pointers from `pw_filter_add_port`, one per channel.
-    let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    /// This call's buffers (nil: port not linked). Filled by `process(position:)` from the filter's
-    /// ports, or by the sink mode's stream callback before `process(frameCount:...)`.
+    /// This call's buffers (nil: port not linked), filled by the transport before `process`.
     let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>?>
     let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
 
-    /// Retained `EngineSlot`s (Unmanaged opaque pointers), see the type's doc. `pendingEngine`'s
-    /// bit 0 marks a replacement in silence: use `offer` and `takeOffered`, never the raw value.
-    private let pendingEngine = Atomic<UnsafeMutableRawPointer?>(nil)
-    let retiredEngine = Atomic<UnsafeMutableRawPointer?>(nil)
-    /// The engine in use. Owned by the data thread while the filter is connected; by the main loop
-    /// before the first connect and after the filter is destroyed.
-    var activeEngine: UnsafeMutableRawPointer?
+    /// The hand-over of engines from the main loop and back.
+    let engines = EngineExchange()
+    /// The engine in use. Owned by the data thread while the transport is connected; by the main
+    /// loop before the first connect and after the transport is destroyed.
+    var activeEngine: Unmanaged<EngineSlot>?
     /// The engine being faded out (data thread only while connected, like `activeEngine`).
-    var fadingEngine: UnsafeMutableRawPointer?
+    var fadingEngine: Unmanaged<EngineSlot>?
     /// Frames of the fade done (negative: of the warm-up still to go) and in total (data thread only).
     private var fadePosition = 0
     private var fadeLength = 0
@@ -130,10 +119,6 @@ final class RealtimeProcessor {
         (inputStorage, inputCopies) = Self.callBuffers(channels: inputCount)
         callInputs = .allocate(capacity: inputCount)
         callInputs.initialize(repeating: nil, count: inputCount)
-        inputPorts = .allocate(capacity: inputCount)
-        inputPorts.initialize(repeating: nil, count: inputCount)
-        outputPorts = .allocate(capacity: outputCount)
-        outputPorts.initialize(repeating: nil, count: outputCount)
         inputBuffers = .allocate(capacity: inputCount)
         inputBuffers.initialize(repeating: nil, count: inputCount)
         outputBuffers = .allocate(capacity: outputCount)
@@ -148,8 +133,6 @@ final class RealtimeProcessor {
     }
 
     deinit {
-        inputPorts.deallocate()
-        outputPorts.deallocate()
         inputBuffers.deallocate()
         outputBuffers.deallocate()
         fadeStorage.deallocate()
@@ -172,37 +155,15 @@ final class RealtimeProcessor {
         return (storage, buffers)
     }
 
-    /// Main loop: hands `slot` (retained here) to the data thread for its next call, or, with
-    /// `inSilence`, for the first call after the engine in use has had silent input for its IR's
-    /// length. Returns the offered slot it replaces, which the data thread never took (to free).
-    func offer(_ slot: EngineSlot, inSilence: Bool) -> UnsafeMutableRawPointer? {
-        let pointer = Unmanaged.passRetained(slot).toOpaque()
-        // Slots are at least 16-byte aligned: bit 0 is free for the mark.
-        return Self.unmarked(pendingEngine.exchange(inSilence ? pointer + 1 : pointer, ordering: .acquiringAndReleasing))
-    }
-
-    /// Main loop, after the data thread stopped: the offered slot nobody took.
-    func takeOffered() -> UnsafeMutableRawPointer? {
-        Self.unmarked(pendingEngine.exchange(nil, ordering: .acquiring))
-    }
-
-    private static func unmarked(_ pointer: UnsafeMutableRawPointer?) -> UnsafeMutableRawPointer? {
-        pointer.map { UnsafeMutableRawPointer(bitPattern: Int(bitPattern: $0) & ~1)! }
-    }
-
-    /// Data thread: the offered slot, if it may be taken now, and whether it replaces in silence.
-    /// Only the pointer is looked at before it is ours (the main loop may free an offered slot
-    /// it replaces); the compare-exchange makes it ours.
-    private func takeOfferedEngine() -> (slot: UnsafeMutableRawPointer, inSilence: Bool)? {
-        guard let offered = pendingEngine.load(ordering: .acquiring) else { return nil }
-        let inSilence = Int(bitPattern: offered) & 1 == 1
-        if inSilence, let activeEngine {
-            let impulseFrames = Unmanaged<EngineSlot>.fromOpaque(activeEngine)._withUnsafeGuaranteedRef { $0.impulseFrames }
+    /// Data thread: the offered engine, if it may be taken now, and whether it replaces in silence.
+    private func takeOfferedEngine() -> (slot: Unmanaged<EngineSlot>, inSilence: Bool)? {
+        guard let offer = engines.peekOffer() else { return nil }
+        if offer.inSilence, let activeEngine {
+            // SAFETY: the data thread holds the slot (see `activeEngine`).
+            let impulseFrames = activeEngine._withUnsafeGuaranteedRef { $0.impulseFrames }
             guard silentInputFrames.load(ordering: .relaxed) >= impulseFrames else { return nil }
         }
-        guard pendingEngine.compareExchange(expected: offered, desired: nil, ordering: .acquiringAndReleasing).exchanged,
-              let slot = Self.unmarked(offered) else { return nil }
-        return (slot, inSilence)
+        return engines.claim(offer).map { ($0, offer.inSilence) }
     }
 
     /// Main loop: the crossfade for the next swaps.
@@ -225,30 +186,10 @@ final class RealtimeProcessor {
         bypass ? (0, 1) : (gain * mix, 1 - mix)
     }
 
-    /// One graph cycle. Real-time safe: no allocation, no locks, no logging; the only syscalls are
-    /// clock_gettime and, rarely, one eventfd write to wake the main loop.
-    func process(position: UnsafeMutablePointer<spa_io_position>?) {
-        let startNanos = monotonicNanos()
-        guard let position else { return }
-        let frameCount = Int(position.pointee.clock.duration)
-        let graphRate = Int(position.pointee.clock.rate.denom)
-        // Read now: the driver rewrites the shared clock at its next wake-up, even while we run.
-        let deadline = position.pointee.clock.next_nsec
-        statistics.recordClock(position: position.pointee.clock.position, duration: position.pointee.clock.duration,
-                               rate: UInt64(max(graphRate, 0)))
-        for channel in 0..<inputCount {
-            inputBuffers[channel] = UnsafePointer(
-                pw_filter_get_dsp_buffer(inputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self))
-        }
-        for channel in 0..<outputCount {
-            outputBuffers[channel] =
-                pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
-        }
-        process(frameCount: frameCount, sampleRate: graphRate, deadline: deadline, startNanos: startNanos)
-    }
-
-    /// One cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount` frames
-    /// at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe, as above.
+    /// One graph cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount`
+    /// frames at `sampleRate`; `deadline` in CLOCK_MONOTONIC ns, 0 = unknown). Real-time safe: no
+    /// allocation, no locks, no logging; the only syscalls are clock_gettime and, rarely, one
+    /// eventfd write to wake the main loop.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         let startCPUNanos = threadCPUNanos()
         if testFault == .swapOutputs && outputCount >= 2 { (outputBuffers[0], outputBuffers[1]) = (outputBuffers[1], outputBuffers[0]) }
@@ -259,11 +200,12 @@ final class RealtimeProcessor {
             callInputs[channel] = UnsafePointer(copy)
         }
         callRecorder?.recordInputs(UnsafePointer(callInputs), frameCount: frameCount)
-        if fadingEngine == nil, retiredEngine.load(ordering: .acquiring) == nil, let (next, inSilence) = takeOfferedEngine() {
+        if fadingEngine == nil, !engines.hasRetired, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
             if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
             if let previous = activeEngine {
-                let (rate, impulseFrames) = Unmanaged<EngineSlot>.fromOpaque(next)._withUnsafeGuaranteedRef {
+                // SAFETY: claimed, the slot is this thread's until it retires it.
+                let (rate, impulseFrames) = next._withUnsafeGuaranteedRef {
                     ($0.sampleRate, $0.impulseFrames)
                 }
                 let seconds = Double(bitPattern: crossfadeSecondsBits.load(ordering: .relaxed))
@@ -275,7 +217,7 @@ final class RealtimeProcessor {
                     fadingEngine = previous
                     crossfades.add(1, ordering: .relaxed)
                 } else {
-                    retiredEngine.store(previous, ordering: .releasing)
+                    engines.retire(previous)
                     wakeMainLoop()
                 }
             }
@@ -284,9 +226,9 @@ final class RealtimeProcessor {
 
         let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
         if let activeEngine {
-            // SAFETY: the slot is retained by `activeEngine` until the main loop frees it from
-            // `retiredEngine`, which happens only after this thread stored it there.
-            Unmanaged<EngineSlot>.fromOpaque(activeEngine)._withUnsafeGuaranteedRef { slot in
+            // SAFETY: the slot stays retained until the main loop releases it after this thread
+            // retired it (EngineExchange).
+            activeEngine._withUnsafeGuaranteedRef { slot in
                 if graphRate > 0 && graphRate != slot.sampleRate && mismatchedRate.load(ordering: .relaxed) != graphRate {
                     mismatchedRate.store(graphRate, ordering: .relaxed)
                     wakeMainLoop()
@@ -336,12 +278,10 @@ final class RealtimeProcessor {
 
     /// This call's waits for helper results, of the engine in use and the one fading out.
     private func helperWaitNanos() -> UInt64 {
-        // SAFETY: both slots stay retained by this thread's fields until it hands them to
-        // `retiredEngine`, which it has not done for any it still holds. (No array of the two:
-        // that would allocate.)
-        func waits(_ engine: UnsafeMutableRawPointer?) -> UInt64 {
-            guard let engine else { return 0 }
-            return Unmanaged<EngineSlot>.fromOpaque(engine)._withUnsafeGuaranteedRef { $0.scheduler.cycleWaitNanos }
+        // SAFETY: both slots stay retained until this thread retires them, which it has not done
+        // for any it still holds. (No array of the two: that would allocate.)
+        func waits(_ engine: Unmanaged<EngineSlot>?) -> UInt64 {
+            engine?._withUnsafeGuaranteedRef { $0.scheduler.cycleWaitNanos } ?? 0
         }
         return waits(activeEngine) &+ waits(fadingEngine)
     }
@@ -369,8 +309,8 @@ final class RealtimeProcessor {
                            waitLimitNanos: UInt64, sampleRate: Double) {
         guard let fading = fadingEngine else { return }
         if frameCount <= Self.bufferedCallCapacity {
-            // SAFETY: `fadingEngine` keeps its retain until this thread hands it to `retiredEngine`.
-            Unmanaged<EngineSlot>.fromOpaque(fading)._withUnsafeGuaranteedRef { old in
+            // SAFETY: `fadingEngine` keeps its retain until this thread retires it.
+            fading._withUnsafeGuaranteedRef { old in
                 old.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: sampleRate)
                 old.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount)
             }
@@ -398,7 +338,7 @@ final class RealtimeProcessor {
         }
         if fadePosition >= fadeLength {
             fadingEngine = nil
-            retiredEngine.store(fading, ordering: .releasing)
+            engines.retire(fading)
             wakeMainLoop()
         }
     }

@@ -36,9 +36,9 @@ public enum StandaloneClient {
             mainLoop.quit()
         }
 
-        let node: ConvolverFilterNode
+        let node: ConvolverNode
         do {
-            node = try ConvolverFilterNode(core: core, context: context, loop: loop, configuration: configuration,
+            node = try ConvolverNode(core: core, context: context, loop: loop, configuration: configuration,
                                            sampleRate: sampleRate, expectedBlockSize: 256)
         } catch {
             coreListener.remove()

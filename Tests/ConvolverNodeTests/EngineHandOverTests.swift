@@ -15,10 +15,10 @@ final class EngineHandOverTests: XCTestCase {
         let first = try EngineFactory.makeSlot(configuration, sampleRate: 48000, expectedBlockSize: 1024, context: nil)
         let replan = try EngineFactory.makeSlot(configuration, sampleRate: 48000, expectedBlockSize: frames, context: nil)
         let processor = RealtimeProcessor(inputCount: 2, outputCount: 2, controls: LiveControls(gain: 1, mix: 1, bypass: false))
-        processor.activeEngine = Unmanaged.passRetained(first).toOpaque()
+        processor.activeEngine = EngineExchange.retain(first)
         defer {
-            for pointer in [processor.activeEngine, processor.takeOffered(), processor.retiredEngine.exchange(nil, ordering: .acquiring)] {
-                if let pointer { Unmanaged<EngineSlot>.fromOpaque(pointer).takeRetainedValue().stop() }
+            for slot in [processor.activeEngine, processor.engines.takeUnclaimedOffer(), processor.engines.takeRetired()] {
+                if let slot { EngineExchange.release(slot) }
             }
         }
         let input = [UnsafeMutablePointer<Float>.allocate(capacity: frames), .allocate(capacity: frames)]
@@ -38,7 +38,7 @@ final class EngineHandOverTests: XCTestCase {
         }
 
         for _ in 0..<20 { _ = call(sound: true) }
-        XCTAssertNil(processor.offer(replan, inSilence: true))
+        XCTAssertNil(processor.engines.offer(replan, inSilence: true))
         for _ in 0..<40 { _ = call(sound: true) }
         XCTAssertEqual(processor.swaps.load(ordering: .relaxed), 0, "not taken while there is sound")
         // Silence: the hall still rings in the engine in use; the re-plan waits for it to end.
@@ -51,6 +51,6 @@ final class EngineHandOverTests: XCTestCase {
         XCTAssertEqual(processor.swaps.load(ordering: .relaxed), 1, "taken once the engine held only zeros")
         XCTAssertEqual(processor.crossfades.load(ordering: .relaxed), 0, "without a crossfade")
         let active = try XCTUnwrap(processor.activeEngine)
-        XCTAssertEqual(Unmanaged<EngineSlot>.fromOpaque(active).takeUnretainedValue().plannedBlockSize, frames)
+        XCTAssertEqual(active.takeUnretainedValue().plannedBlockSize, frames)
     }
 }

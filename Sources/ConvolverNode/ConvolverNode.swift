@@ -1,7 +1,7 @@
-// The convolver as a PipeWire node: in filter mode a `pw_filter` with one DSP input and output
-// port per channel position; in sink mode two pw_streams (SinkStreams, a virtual sink a session
-// manager routes into). Live Props (gain, mix, bypass, filename), statistics in the node's
-// properties once a second, engines rebuilt off the real-time thread when the rate or IR changes.
+// The convolver as a PipeWire node, on the main loop: engines built off the real-time thread when
+// the rate, the quantum or the IR changes, live Props (gain, mix, bypass, width, filename, sofa.*),
+// statistics in the node's properties once a second. How it meets the graph is its transport:
+// a pw_filter (FilterTransport) or a virtual sink's two streams (SinkTransport).
 import CConvolverShims
 import CPipeWire
 import Convolution
@@ -9,8 +9,8 @@ import Glibc
 import Workgroup
 
 /// One convolver node on a PipeWire core. Lives on the main loop thread: create, use and
-/// `destroy()` it there. The data thread only runs `RealtimeProcessor.process`.
-public final class ConvolverFilterNode {
+/// `destroy()` it there. The data thread only runs the transport's process and `RealtimeProcessor.process`.
+public final class ConvolverNode {
     public private(set) var configuration: NodeConfiguration
     private let loop: UnsafeMutablePointer<pw_loop>
     /// For the helper threads' RT policy (module-rt of this context).
@@ -24,11 +24,8 @@ public final class ConvolverFilterNode {
     private var builder: EngineBuilder?
     /// The rate the newest requested engine is for (requested or built).
     private var requestedRate: Int
-    private var filter: OpaquePointer?
-    /// Sink mode's capture + playback streams (nil in filter mode).
-    private var sinkStreams: SinkStreams?
-    /// PipeWire keeps pointers to the hook and event tables: both outlive the filter.
-    private let filterListener: UnsafeMutablePointer<spa_hook>
+    /// The pw_filter or the sink's streams (nil once destroyed).
+    private var transport: (any NodeTransport)?
     private let realtime: RealtimeProcessor
     private var statisticsTimer: UnsafeMutablePointer<spa_source>?
     private var wakeEvent: UnsafeMutablePointer<spa_source>?
@@ -47,7 +44,7 @@ public final class ConvolverFilterNode {
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
-    /// makes the node rebuild), creates the filter and its ports and connects it.
+    /// makes the node rebuild), creates its transport (filter or sink streams) and connects it.
     public init(core: OpaquePointer, context: OpaquePointer?, loop: UnsafeMutablePointer<pw_loop>,
                 configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int) throws(ConvolverNodeError) {
         self.configuration = configuration
@@ -60,17 +57,15 @@ public final class ConvolverFilterNode {
                                      controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
                                      crossfadeEqualPower: configuration.crossfadeEqualPower,
                                      testRecordCallsPath: configuration.testRecordCallsPath, testFault: configuration.testFault)
-        filterListener = .allocate(capacity: 1)
-        filterListener.initialize(to: spa_hook())
 
         let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
                                               context: context)
         requestedRate = sampleRate
         newestSlot = slot
-        realtime.activeEngine = Unmanaged.passRetained(slot).toOpaque()
+        realtime.activeEngine = EngineExchange.retain(slot)
 
         do {
-            try createFilter(core: core)
+            try createTransport(core: core)
         } catch {
             destroy()
             throw error
@@ -79,73 +74,28 @@ public final class ConvolverFilterNode {
 
     deinit {
         destroy()
-        filterListener.deallocate()
         podBuffer.deallocate()
     }
 
     /// The node's global id (SPA_ID_INVALID until the server assigned it). In sink mode the
     /// sink's (capture stream's) id: the node that carries Props and statistics.
-    public var nodeID: UInt32 {
-        if let sinkStreams { return sinkStreams.nodeID }
-        return filter.map { pw_filter_get_node_id($0) } ?? UInt32.max
-    }
+    public var nodeID: UInt32 { transport?.nodeID ?? UInt32.max }
 
     private var userData: UnsafeMutableRawPointer { Unmanaged.passUnretained(self).toOpaque() }
 
-    private func createFilter(core: OpaquePointer) throws(ConvolverNodeError) {
-        if configuration.mode == .sink {
-            // Two streams, as filter-chain's sinks: see SinkStreams. Props reach us from the sink node.
-            sinkStreams = try SinkStreams(core: core, configuration: configuration, realtime: realtime) { [unowned self] pod in
-                self.propsChanged(pod)
-            }
-        } else {
-            try createDSPFilter(core: core)
-        }
+    private func createTransport(core: OpaquePointer) throws(ConvolverNodeError) {
+        let onProps: (UnsafePointer<spa_pod>) -> Void = { [unowned self] pod in self.propsChanged(pod) }
+        transport = configuration.mode == .sink
+            ? try SinkTransport(core: core, configuration: configuration, realtime: realtime, onProps: onProps)
+            : try FilterTransport(core: core, configuration: configuration, realtime: realtime, onProps: onProps)
         try connect()
     }
 
-    /// Filter mode: one pw_filter, DSP ports `input_<POS>` and `output_<POS>`, routed by hand.
-    private func createDSPFilter(core: OpaquePointer) throws(ConvolverNodeError) {
-        var pairs: [(String, String)] = [
-            (PW_KEY_MEDIA_TYPE, "Audio"),
-            (PW_KEY_NODE_NAME, configuration.nodeName), (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription),
-            (PW_KEY_MEDIA_NAME, configuration.nodeDescription),
-            ("audio.channels", "\(configuration.channelCount)"),
-            ("audio.position", configuration.positions.joined(separator: ",")),
-            (PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP"),
-        ]
-        if let target = configuration.targetObject { pairs.append((PW_KEY_TARGET_OBJECT, target)) }
-        pairs += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        // pw_filter_new takes ownership of the properties.
-        guard let filter = pw_filter_new(core, configuration.nodeName, makeProperties(pairs)) else {
-            throw .pipeWire(call: "pw_filter_new", errno: errno)
-        }
-        self.filter = filter
-        pw_filter_add_listener(filter, filterListener, Self.filterEvents, userData)
-
-        let portLists = [(SPA_DIRECTION_INPUT, "input", configuration.positions),
-                         (SPA_DIRECTION_OUTPUT, "output", configuration.outputChannelPositions)]
-        for (direction, prefix, positions) in portLists {
-            for (index, position) in positions.enumerated() {
-                let portProperties = makeProperties([
-                    (PW_KEY_FORMAT_DSP, "32 bit float mono audio"), (PW_KEY_PORT_NAME, "\(prefix)_\(position)"),
-                    (PW_KEY_AUDIO_CHANNEL, position),
-                ])
-                guard let port = pw_filter_add_port(filter, direction, PW_FILTER_PORT_FLAG_MAP_BUFFERS,
-                                                    MemoryLayout<UInt64>.size, portProperties, nil, 0) else {
-                    throw .pipeWire(call: "pw_filter_add_port(\(prefix)_\(position))", errno: errno)
-                }
-                if direction == SPA_DIRECTION_INPUT { realtime.inputPorts[index] = port }
-                else { realtime.outputPorts[index] = port }
-            }
-        }
-    }
-
-    /// Wake event, builder and statistics timer, then connects the filter or the streams.
+    /// Wake event, builder and statistics timer, then connects the transport.
     private func connect() throws(ConvolverNodeError) {
         wakeEvent = cpw_loop_add_event(loop, { data, _ in
             guard let data else { return }
-            Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
+            Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
         }, userData)
         realtime.wakeLoop = loop
         realtime.wakeSource = wakeEvent
@@ -154,35 +104,23 @@ public final class ConvolverFilterNode {
         builder = EngineBuilder(context: context) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
         statisticsTimer = cpw_loop_add_timer(loop, { data, _ in
             guard let data else { return }
-            Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
+            Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
         }, userData)
         var interval = timespec(tv_sec: 1, tv_nsec: 0)
         var first = timespec(tv_sec: 1, tv_nsec: 0)
         _ = cpw_loop_update_timer(loop, statisticsTimer, &first, &interval, false)
 
-        if let sinkStreams {
-            try sinkStreams.connect(configuration: configuration, sampleRate: requestedRate)
-        } else if let filter {
-            let result = pw_filter_connect(filter, PW_FILTER_FLAG_RT_PROCESS, nil, 0)
-            guard result >= 0 else { throw .pipeWire(call: "pw_filter_connect", errno: -result) }
-        }
+        try transport?.connect(sampleRate: requestedRate)
         publishProps()
         publishLatency()
         publishStatistics()
     }
 
-    /// Destroys the filter (after which the data thread no longer runs `process`), then frees the
-    /// engines and sources. Idempotent.
+    /// Destroys the transport (after which the data thread no longer runs `process`), then frees
+    /// the engines and sources. Idempotent.
     public func destroy() {
-        sinkStreams?.destroy()   // after which the data thread no longer runs the streams' callbacks
-        sinkStreams = nil
-        if let filter {
-            pw_filter_destroy(filter)   // emits `destroy`, which removes our hook and clears `filter`
-            if self.filter != nil {
-                spa_hook_remove(filterListener)
-                self.filter = nil
-            }
-        }
+        transport?.destroy()
+        transport = nil
         // A build in progress may still signal the wake event: wait for it, free what it made.
         if let builder {
             for completion in builder.finish() {
@@ -197,18 +135,13 @@ public final class ConvolverFilterNode {
         realtime.wakeSource = nil
         // The data thread is gone: every engine slot is ours to free.
         realtime.callRecorder?.write()
-        for pointer in [realtime.activeEngine, realtime.fadingEngine, realtime.takeOffered(),
-                        realtime.retiredEngine.exchange(nil, ordering: .acquiring)] {
-            if let pointer { Self.free(pointer) }
+        for slot in [realtime.activeEngine, realtime.fadingEngine, realtime.engines.takeUnclaimedOffer(),
+                     realtime.engines.takeRetired()] {
+            if let slot { EngineExchange.release(slot) }
         }
         realtime.activeEngine = nil
         realtime.fadingEngine = nil
         newestSlot = nil
-    }
-
-    private static func free(_ slotPointer: UnsafeMutableRawPointer) {
-        let slot = Unmanaged<EngineSlot>.fromOpaque(slotPointer).takeRetainedValue()
-        slot.stop()
     }
 
     // MARK: - Engines
@@ -223,8 +156,8 @@ public final class ConvolverFilterNode {
         }
         newestSlot = slot
         publishLatency()
-        if let unused = realtime.offer(slot, inSilence: inSilence) {
-            Self.free(unused)   // the data thread never took it
+        if let unused = realtime.engines.offer(slot, inSilence: inSilence) {
+            EngineExchange.release(unused)   // the data thread never took it
         }
         PipeWireLog.info("\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))"
                          + (inSilence ? ", planned for quantum \(slot.plannedBlockSize): taken in silence" : ""))
@@ -240,9 +173,7 @@ public final class ConvolverFilterNode {
     /// The data thread retired an engine or saw a new graph rate, or the builder finished.
     private func dataThreadWokeUs() {
         realtime.mainLoopWoken.store(false, ordering: .releasing)
-        if let retired = realtime.retiredEngine.exchange(nil, ordering: .acquiringAndReleasing) {
-            Self.free(retired)
-        }
+        if let retired = realtime.engines.takeRetired() { EngineExchange.release(retired) }
         for completion in builder?.takeCompletions() ?? [] {
             let request = completion.request
             if request.purpose == .quantum { quantumBuildPending = false }
@@ -308,29 +239,23 @@ public final class ConvolverFilterNode {
     // MARK: - Props
 
     private func publishProps() {
-        guard filter != nil || sinkStreams != nil,
+        guard let transport,
               let pod = PropsParam.build(controls, filename: configuration.filename,
                                          sofa: configuration.isSOFA ? configuration.sofa : nil,
-                                                 crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
-        if let sinkStreams {
-            sinkStreams.updateParams(pod)
-        } else if let filter {
-            var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
-            _ = pw_filter_update_params(filter, nil, &params, 1)
-        }
+                                         crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
+        transport.updateParam(pod)
     }
 
     /// Reports the newest engine's latency as the node's ProcessLatency, which PipeWire adds to
     /// the latency of the output ports. Filter mode: in sink mode the streams' adapters own it.
     private func publishLatency() {
-        guard let filter, let frames = newestSlot?.latencyFrames, frames != publishedLatencyFrames,
-              let pod = ProcessLatencyParam.build(frames: frames, into: podBuffer) else { return }
+        guard let transport, transport.reportsProcessLatency, let frames = newestSlot?.latencyFrames,
+              frames != publishedLatencyFrames, let pod = ProcessLatencyParam.build(frames: frames, into: podBuffer) else { return }
         publishedLatencyFrames = frames
-        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
-        _ = pw_filter_update_params(filter, nil, &params, 1)
+        transport.updateParam(pod)
     }
 
-    fileprivate func propsChanged(_ pod: UnsafePointer<spa_pod>) {
+    private func propsChanged(_ pod: UnsafePointer<spa_pod>) {
         let change = PropsParam.parse(pod)
         if !change.rejected.isEmpty {
             PipeWireLog.warning("\(configuration.nodeName): Props ignored (unknown key or bad value): \(change.rejected.joined(separator: ", "))")
@@ -382,7 +307,7 @@ public final class ConvolverFilterNode {
 
     /// Node properties with live statistics, once a second (main loop).
     private func publishStatistics() {
-        guard filter != nil || sinkStreams != nil else { return }
+        guard let transport else { return }
         replanForRunningQuantum()   // the silence it waits for may have come since the last wake-up
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
@@ -418,44 +343,7 @@ public final class ConvolverFilterNode {
         guard values != lastPublished else { return }
         lastPublished = values
         let properties = makeProperties(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
-        if let sinkStreams {
-            sinkStreams.updateProperties(&properties.pointee.dict)
-        } else if let filter {
-            _ = pw_filter_update_properties(filter, nil, &properties.pointee.dict)
-        }
+        transport.updateProperties(&properties.pointee.dict)
         pw_properties_free(properties)
     }
-
-    // MARK: - Filter events (C callbacks; `data` is the unretained node)
-
-    private static let filterEvents: UnsafeMutablePointer<pw_filter_events> = {
-        var events = pw_filter_events()
-        events.version = UInt32(PW_VERSION_FILTER_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            let node = Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue()
-            spa_hook_remove(node.filterListener)
-            node.filter = nil
-        }
-        events.state_changed = { data, _, state, error in
-            guard let data else { return }
-            let node = Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue()
-            // The connection's end is handled by the owner's CoreListener; errors are logged here.
-            if state == PW_FILTER_STATE_ERROR {
-                PipeWireLog.error("\(node.configuration.nodeName): filter error: \(error.map { String(cString: $0) } ?? "unknown")")
-            }
-        }
-        events.param_changed = { data, portData, id, param in
-            guard let data, portData == nil, id == SPA_PARAM_Props.rawValue, let param else { return }
-            Unmanaged<ConvolverFilterNode>.fromOpaque(data).takeUnretainedValue().propsChanged(param)
-        }
-        events.process = { data, position in
-            guard let data else { return }
-            // SAFETY: the node outlives the filter (destroy() destroys the filter first).
-            Unmanaged<ConvolverFilterNode>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.realtime.process(position: position) }
-        }
-        let pointer = UnsafeMutablePointer<pw_filter_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
-    }()
 }

@@ -1,5 +1,5 @@
 // Sink mode: the convolver as a virtual sink that a session manager routes apps into, built as
-// PipeWire's own filter-chain and module-loopback build theirs: two pw_streams sharing one
+// PipeWire's own filter-chain and module-loopback build theirs: two pw_streams sharing the node's
 // RealtimeProcessor. A capture stream (media.class Audio/Sink, the node apps pick) receives the
 // audio; a playback stream (Stream/Output/Audio, `output.<name>`) sends the convolved audio on to
 // `target.object` or the default sink. WirePlumber links both, because each is an ordinary stream
@@ -22,7 +22,7 @@ import Workgroup
 ///   `output_<POS>` (the output positions), `target.object` from the configuration.
 /// Both share `node.group` and `node.link-group`, so they run in one graph cycle under one driver
 /// and a session manager never links the one into the other.
-final class SinkStreams {
+final class SinkTransport: NodeTransport {
     private let realtime: RealtimeProcessor
     private var capture: OpaquePointer?
     private var playback: OpaquePointer?
@@ -34,11 +34,11 @@ final class SinkStreams {
     private let formatRate = Atomic<Int>(0)
     /// Cleared before the streams are destroyed; the callbacks touch the streams only while set.
     private let streamsUsable = Atomic<Bool>(false)
-    /// Data-thread callbacks running now (the main loop waits for 0 after clearing `streamsUsable`).
-    private let callbacksRunning = Atomic<Int>(0)
     private let onProps: (UnsafePointer<spa_pod>) -> Void
     private let nodeName: String
     private let playbackNodeName: String
+    private let positions: [String]
+    private let outputPositions: [String]
     /// Scratch for the EnumFormat pods (main loop only).
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
 
@@ -49,6 +49,8 @@ final class SinkStreams {
         self.onProps = onProps
         nodeName = configuration.nodeName
         playbackNodeName = configuration.playbackNodeName
+        positions = configuration.positions
+        outputPositions = configuration.outputChannelPositions
         captureListener.initialize(to: spa_hook())
         playbackListener.initialize(to: spa_hook())
         let group = "swift-convolver-\(getpid())-\(configuration.nodeName)"
@@ -57,27 +59,23 @@ final class SinkStreams {
         let dspPorts = { (monitor: Bool) in
             "{ mode = dsp monitor = \(monitor) control = false position = preserve }"
         }
-        var captureProperties: [(String, String)] = [
-            (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CLASS, "Audio/Sink"),
-            (PW_KEY_NODE_NAME, configuration.nodeName), (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription),
-            (PW_KEY_MEDIA_NAME, configuration.nodeDescription),
+        var captureProperties = audioNodeProperties(name: configuration.nodeName, description: configuration.nodeDescription,
+                                                    positions: configuration.positions)
+        captureProperties += [
+            (PW_KEY_MEDIA_CLASS, "Audio/Sink"),
             (PW_KEY_NODE_VIRTUAL, "true"), (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
-            ("audio.channels", "\(configuration.channelCount)"),
-            ("audio.position", configuration.positions.joined(separator: ",")),
             ("adapter.auto-port-config", dspPorts(true)),
         ]
         captureProperties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         captureProperties += configuration.captureProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        var playbackProperties: [(String, String)] = [
-            (PW_KEY_MEDIA_TYPE, "Audio"), (PW_KEY_MEDIA_CLASS, "Stream/Output/Audio"),
-            (PW_KEY_NODE_NAME, configuration.playbackNodeName),
-            (PW_KEY_NODE_DESCRIPTION, configuration.nodeDescription + " output"),
-            (PW_KEY_MEDIA_NAME, configuration.nodeDescription + " output"),
+        var playbackProperties = audioNodeProperties(name: configuration.playbackNodeName,
+                                                     description: configuration.nodeDescription + " output",
+                                                     positions: configuration.outputChannelPositions)
+        playbackProperties += [
+            (PW_KEY_MEDIA_CLASS, "Stream/Output/Audio"),
             // Passive: the sink's output does not keep the downstream device running by itself.
             (PW_KEY_NODE_PASSIVE, "true"), (PW_KEY_NODE_VIRTUAL, "true"),
             (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
-            ("audio.channels", "\(configuration.outputCount)"),
-            ("audio.position", configuration.outputChannelPositions.joined(separator: ",")),
             ("adapter.auto-port-config", dspPorts(false)),
         ]
         if let target = configuration.targetObject { playbackProperties.append((PW_KEY_TARGET_OBJECT, target)) }
@@ -88,14 +86,17 @@ final class SinkStreams {
             .sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
 
         // pw_stream_new takes ownership of the properties.
-        guard let capture = pw_stream_new(core, configuration.nodeName, makeProperties(captureProperties)) else {
-            throw .pipeWire(call: "pw_stream_new(\(configuration.nodeName))", errno: errno)
+        func newStream(_ name: String, _ properties: [(String, String)]) -> (OpaquePointer?, errno: Int32) {
+            let streamProperties = makeProperties(properties)
+            return name.withCString { name in withErrno { pw_stream_new(core, name, streamProperties) } }
         }
+        let (capture, captureError) = newStream(configuration.nodeName, captureProperties)
+        guard let capture else { throw .pipeWire(call: "pw_stream_new(\(configuration.nodeName))", errno: captureError) }
         self.capture = capture
-        guard let playback = pw_stream_new(core, configuration.playbackNodeName, makeProperties(playbackProperties)) else {
-            let error = errno
+        let (playback, playbackError) = newStream(configuration.playbackNodeName, playbackProperties)
+        guard let playback else {
             destroy()
-            throw .pipeWire(call: "pw_stream_new(\(configuration.playbackNodeName))", errno: error)
+            throw .pipeWire(call: "pw_stream_new(\(configuration.playbackNodeName))", errno: playbackError)
         }
         self.playback = playback
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -113,20 +114,21 @@ final class SinkStreams {
     /// The sink node's global id (SPA_ID_INVALID until the server assigned it).
     var nodeID: UInt32 { capture.map { pw_stream_get_node_id($0) } ?? UInt32.max }
     var playbackNodeID: UInt32 { playback.map { pw_stream_get_node_id($0) } ?? UInt32.max }
+    let reportsProcessLatency = false
 
     /// Connects both streams with planar float formats at `sampleRate` (the engine's rate; the
     /// adapters resample when the graph runs at another one).
-    func connect(configuration: NodeConfiguration, sampleRate: Int) throws(ConvolverNodeError) {
+    func connect(sampleRate: Int) throws(ConvolverNodeError) {
         guard let capture, let playback else { return }
         streamsUsable.store(true, ordering: .sequentiallyConsistent)
         let streams: [(OpaquePointer, spa_direction, [String], pw_stream_flags, String)] = [
-            (playback, SPA_DIRECTION_OUTPUT, configuration.outputChannelPositions,
+            (playback, SPA_DIRECTION_OUTPUT, outputPositions,
              pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
                              | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), playbackNodeName),
             // ASYNC (PipeWire ≥ 0.3.73): the playback side's process dequeues the capture buffers; without
             // it PipeWire 1.x recycles them after the capture callback (traced: half the input lost,
             // the output silent downstream), as filter-chain's sink sets it.
-            (capture, SPA_DIRECTION_INPUT, configuration.positions,
+            (capture, SPA_DIRECTION_INPUT, positions,
              pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
                              | PW_STREAM_FLAG_RT_PROCESS.rawValue | cpw_stream_flag_async()), nodeName),
         ]
@@ -140,9 +142,9 @@ final class SinkStreams {
     }
 
     /// Props (main loop): shown in the sink node's params.
-    func updateParams(_ pod: UnsafeMutablePointer<spa_pod>) {
+    func updateParam(_ param: UnsafeMutablePointer<spa_pod>) {
         guard let capture else { return }
-        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(pod)]
+        var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(param)]
         _ = pw_stream_update_params(capture, &params, 1)
     }
 
@@ -152,11 +154,13 @@ final class SinkStreams {
         _ = pw_stream_update_properties(capture, dictionary)
     }
 
-    /// Stops the data thread's use of the streams, then destroys them. Idempotent.
+    /// Stops the data thread's use of the streams, then destroys them, the capture side first
+    /// (the one whose callback triggers the other). Idempotent. No wait is needed for callbacks in
+    /// flight: pw_stream_destroy removes the stream's node from the data loop by a blocking invoke
+    /// on that loop, so it returns only between two callbacks of that thread, and every later
+    /// callback sees `streamsUsable` cleared (as filter-chain's streams are destroyed).
     func destroy() {
         streamsUsable.store(false, ordering: .sequentiallyConsistent)
-        // A callback that entered before the store finishes quickly (one cycle at most).
-        while callbacksRunning.load(ordering: .sequentiallyConsistent) > 0 { usleep(100) }
         for (stream, listener) in [(capture, captureListener), (playback, playbackListener)] {
             guard let stream else { continue }
             pw_stream_destroy(stream)   // emits `destroy`, which removes the hook and clears the pointer
@@ -224,8 +228,6 @@ final class SinkStreams {
     /// Capture stream's cycle: its buffer is ready; run the playback side now, in this cycle.
     /// Real-time safe: pw_stream_trigger_process runs the playback process inline on this thread.
     private func captureProcess() {
-        callbacksRunning.add(1, ordering: .sequentiallyConsistent)
-        defer { callbacksRunning.subtract(1, ordering: .sequentiallyConsistent) }
         guard streamsUsable.load(ordering: .sequentiallyConsistent), let capture, let playback else { return }
         if pw_stream_trigger_process(playback) < 0 {
             // The playback side is not ready (not linked yet): recycle the input.
@@ -238,8 +240,6 @@ final class SinkStreams {
     /// is sent this cycle. Real-time safe: no allocation, no locks, no logging.
     private func playbackProcess() {
         let startNanos = monotonicNanos()
-        callbacksRunning.add(1, ordering: .sequentiallyConsistent)
-        defer { callbacksRunning.subtract(1, ordering: .sequentiallyConsistent) }
         guard streamsUsable.load(ordering: .sequentiallyConsistent), let capture, let playback else { return }
 
         // The newest capture buffer; older ones (if the capture side ran ahead) go back at once.
@@ -332,10 +332,10 @@ final class SinkStreams {
         }
     }
 
-    // MARK: - Stream events (C callbacks; `data` is the unretained SinkStreams)
+    // MARK: - Stream events (C callbacks; `data` is the unretained transport)
 
-    private static func streams(_ data: UnsafeMutableRawPointer) -> SinkStreams {
-        Unmanaged<SinkStreams>.fromOpaque(data).takeUnretainedValue()
+    private static func streams(_ data: UnsafeMutableRawPointer) -> SinkTransport {
+        Unmanaged<SinkTransport>.fromOpaque(data).takeUnretainedValue()
     }
 
     private static let captureEvents: UnsafeMutablePointer<pw_stream_events> = {
@@ -343,27 +343,25 @@ final class SinkStreams {
         events.version = UInt32(PW_VERSION_STREAM_EVENTS)
         events.destroy = { data in
             guard let data else { return }
-            let streams = SinkStreams.streams(data)
+            let streams = SinkTransport.streams(data)
             spa_hook_remove(streams.captureListener)
             streams.capture = nil
         }
         events.state_changed = { data, _, state, error in
             guard let data else { return }
-            let streams = SinkStreams.streams(data)
+            let streams = SinkTransport.streams(data)
             streams.stateChanged(streams.nodeName, state, error)
         }
         events.param_changed = { data, id, param in
             guard let data else { return }
-            SinkStreams.streams(data).captureParamChanged(id, param)
+            SinkTransport.streams(data).captureParamChanged(id, param)
         }
         events.process = { data in
             guard let data else { return }
             // SAFETY: the streams object outlives its streams (destroy() destroys them first).
-            Unmanaged<SinkStreams>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.captureProcess() }
+            Unmanaged<SinkTransport>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.captureProcess() }
         }
-        let pointer = UnsafeMutablePointer<pw_stream_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
+        return persistentEventTable(events)
     }()
 
     private static let playbackEvents: UnsafeMutablePointer<pw_stream_events> = {
@@ -371,26 +369,24 @@ final class SinkStreams {
         events.version = UInt32(PW_VERSION_STREAM_EVENTS)
         events.destroy = { data in
             guard let data else { return }
-            let streams = SinkStreams.streams(data)
+            let streams = SinkTransport.streams(data)
             spa_hook_remove(streams.playbackListener)
             streams.playback = nil
         }
         events.state_changed = { data, _, state, error in
             guard let data else { return }
-            let streams = SinkStreams.streams(data)
+            let streams = SinkTransport.streams(data)
             streams.stateChanged(streams.playbackNodeName, state, error)
         }
         events.io_changed = { data, id, area, _ in
             guard let data, id == SPA_IO_Position.rawValue else { return }
-            SinkStreams.streams(data).position.store(area, ordering: .releasing)
+            SinkTransport.streams(data).position.store(area, ordering: .releasing)
         }
         events.process = { data in
             guard let data else { return }
             // SAFETY: as for the capture stream.
-            Unmanaged<SinkStreams>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.playbackProcess() }
+            Unmanaged<SinkTransport>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.playbackProcess() }
         }
-        let pointer = UnsafeMutablePointer<pw_stream_events>.allocate(capacity: 1)
-        pointer.initialize(to: events)
-        return pointer
+        return persistentEventTable(events)
     }()
 }
