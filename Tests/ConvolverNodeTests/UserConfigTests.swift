@@ -58,7 +58,6 @@ final class UserConfigTests: XCTestCase {
                                 entries: [ImpulseEntry], wet: Double, dry: Double, irSeconds: Double,
                                 file: StaticString = #filePath, line: UInt = #line) throws {
         let inputs = positions.count
-        let irFrames = Int(irSeconds * 48000)
         // pw-play streams from its first link; the links are made one by one (two per input, ~0.1 s
         // each), so the noise starts only after all of them are in place (8 inputs took ~1.4 s).
         let leadIn = 0.5 + 0.3 * Double(inputs)
