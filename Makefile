@@ -11,6 +11,7 @@
 #   make uninstall   the same variables; removes every file install wrote
 #   make deb         a Debian package, .build/dist/swift-convolver_<version>_amd64.deb (dpkg-deb, no network)
 #   make man         the man pages pw-convolver(1) and libpipewire-module-swift-convolver(7)
+#   make format      formats Sources, Tests and Package.swift with the toolchain's swift-format (.swift-format)
 SHELL := /bin/bash
 export PATH := /opt/swift/usr/bin:$(PATH)
 SWIFT ?= swift
@@ -23,7 +24,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build man deb test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-render soak clean install uninstall
+.PHONY: deps build man deb format test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -51,6 +52,9 @@ man: build
 
 deb: man
 	scripts/make-deb.sh $(BUILD_DIR) $(MAN_DIR) $(VERSION) $(DIST_DIR)
+
+format:
+	swift-format format -i -r --configuration .swift-format Sources Tests Package.swift
 
 # The node tests start their own private PipeWire; scripts/run-tests.sh ends whatever they leave behind.
 # `make test` runs every test on the system's PipeWire, then the live tests on PipeWire 1.4.2 and

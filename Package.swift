@@ -17,8 +17,9 @@ let package = Package(
     ],
     targets: [
         // System libraries: module maps only.
-        .systemLibrary(name: "CPipeWire", pkgConfig: "libpipewire-0.3",
-                       providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
+        .systemLibrary(
+            name: "CPipeWire", pkgConfig: "libpipewire-0.3",
+            providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
@@ -29,36 +30,45 @@ let package = Package(
         .target(name: "CSpectrumKernels"),
 
         // Pure DSP: the partitioned engine, its planner, FFT, kernels, impulse responses.
-        .target(name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr", "CMySofa", "CSpectrumKernels"],
-                swiftSettings: realtimeSwiftSettings),
+        .target(
+            name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr", "CMySofa", "CSpectrumKernels"],
+            swiftSettings: realtimeSwiftSettings),
         // Real-time helper threads, semaphores, intervals and deadlines. Knows nothing of DSP.
         .target(name: "Workgroup", swiftSettings: realtimeSwiftSettings),
         // The engine's level jobs and split parts on the workgroup's helpers. No PipeWire.
         .target(name: "LevelScheduling", dependencies: ["Convolution", "Workgroup"], swiftSettings: realtimeSwiftSettings),
         // The PipeWire filter node: ports, process(), params, statistics, module entry.
-        .target(name: "ConvolverNode",
-                dependencies: ["Convolution", "Workgroup", "LevelScheduling", "CPipeWire", "CConvolverShims"],
-                swiftSettings: realtimeSwiftSettings),
+        .target(
+            name: "ConvolverNode",
+            dependencies: ["Convolution", "Workgroup", "LevelScheduling", "CPipeWire", "CConvolverShims"],
+            swiftSettings: realtimeSwiftSettings),
 
         // Wiring only.
-        .executableTarget(name: "pw-convolver", dependencies: ["ConvolverNode", "LevelScheduling", "Workgroup"],
-                          swiftSettings: realtimeSwiftSettings),
-        .target(name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
-                swiftSettings: realtimeSwiftSettings,
-                // nodelete: PipeWire dlcloses modules on unload; a half-unloaded Swift runtime
-                // crashes later (docs/facts.md).
-                linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
+        .executableTarget(
+            name: "pw-convolver", dependencies: ["ConvolverNode", "LevelScheduling", "Workgroup"],
+            swiftSettings: realtimeSwiftSettings),
+        .target(
+            name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
+            swiftSettings: realtimeSwiftSettings,
+            // nodelete: PipeWire dlcloses modules on unload; a half-unloaded Swift runtime
+            // crashes later (docs/facts.md).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
 
         // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),
-        .target(name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport",
-                exclude: ["resample_reference.py"]),
+        .target(
+            name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport",
+            exclude: ["resample_reference.py"]),
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
-        .testTarget(name: "LevelSchedulingTests",
-                    dependencies: ["LevelScheduling", "Convolution", "Workgroup", "AllocationCounter", "EngineTestSupport"]),
-        .testTarget(name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
-                    exclude: ["Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
-                                 "Support/sofa_reference.py"]),
+        .testTarget(
+            name: "LevelSchedulingTests",
+            dependencies: ["LevelScheduling", "Convolution", "Workgroup", "AllocationCounter", "EngineTestSupport"]),
+        .testTarget(
+            name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
+            exclude: [
+                "Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
+                "Support/sofa_reference.py",
+            ]),
     ]
 )

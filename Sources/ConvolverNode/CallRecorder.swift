@@ -38,14 +38,19 @@ final class CallRecorder {
 
     /// Real-time safe: copies the call's output (a missing buffer is NaN) and counts the call.
     func recordOutputs(_ outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int) {
-        guard copy(channels: inputCount..<channels, frameCount: frameCount, missing: .nan,
-                   { UnsafePointer(outputs[$0 - inputCount]) }) else { return }
+        guard
+            copy(
+                channels: inputCount..<channels, frameCount: frameCount, missing: .nan,
+                { UnsafePointer(outputs[$0 - inputCount]) })
+        else { return }
         recordedFrames += frameCount
     }
 
     @discardableResult
-    private func copy(channels range: Range<Int>, frameCount: Int, missing: Float,
-                      _ buffer: (Int) -> UnsafePointer<Float>?) -> Bool {
+    private func copy(
+        channels range: Range<Int>, frameCount: Int, missing: Float,
+        _ buffer: (Int) -> UnsafePointer<Float>?
+    ) -> Bool {
         let start = recordedFrames
         guard start + frameCount <= Self.capacityFrames else { return false }
         for channel in range {

@@ -45,21 +45,26 @@ public final class ConvolverNode {
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
     /// makes the node rebuild), creates its transport (filter or sink streams) and connects it.
-    public init(core: OpaquePointer, context: OpaquePointer?, loop: UnsafeMutablePointer<pw_loop>,
-                configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int) throws(ConvolverNodeError) {
+    public init(
+        core: OpaquePointer, context: OpaquePointer?, loop: UnsafeMutablePointer<pw_loop>,
+        configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int
+    ) throws(ConvolverNodeError) {
         self.configuration = configuration
         self.context = context
         self.loop = loop
         self.expectedBlockSize = expectedBlockSize
-        controls = LiveControls(gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass,
-                                width: configuration.width)
-        realtime = RealtimeProcessor(inputCount: configuration.channelCount, outputCount: configuration.outputCount,
-                                     controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
-                                     crossfadeEqualPower: configuration.crossfadeEqualPower,
-                                     testRecordCallsPath: configuration.testRecordCallsPath, testFault: configuration.testFault)
+        controls = LiveControls(
+            gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass,
+            width: configuration.width)
+        realtime = RealtimeProcessor(
+            inputCount: configuration.channelCount, outputCount: configuration.outputCount,
+            controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
+            crossfadeEqualPower: configuration.crossfadeEqualPower,
+            testRecordCallsPath: configuration.testRecordCallsPath, testFault: configuration.testFault)
 
-        let slot = try EngineFactory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
-                                              context: context)
+        let slot = try EngineFactory.makeSlot(
+            configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
+            context: context)
         requestedRate = sampleRate
         newestSlot = slot
         realtime.activeEngine = EngineExchange.retain(slot)
@@ -85,7 +90,8 @@ public final class ConvolverNode {
 
     private func createTransport(core: OpaquePointer) throws(ConvolverNodeError) {
         let onProps: (UnsafePointer<spa_pod>) -> Void = { [unowned self] pod in self.propsChanged(pod) }
-        transport = configuration.mode == .sink
+        transport =
+            configuration.mode == .sink
             ? try SinkTransport(core: core, configuration: configuration, realtime: realtime, onProps: onProps)
             : try FilterTransport(core: core, configuration: configuration, realtime: realtime, onProps: onProps)
         try connect()
@@ -93,19 +99,23 @@ public final class ConvolverNode {
 
     /// Wake event, builder and statistics timer, then connects the transport.
     private func connect() throws(ConvolverNodeError) {
-        wakeEvent = cpw_loop_add_event(loop, { data, _ in
-            guard let data else { return }
-            Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
-        }, userData)
+        wakeEvent = cpw_loop_add_event(
+            loop,
+            { data, _ in
+                guard let data else { return }
+                Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
+            }, userData)
         realtime.wakeLoop = loop
         realtime.wakeSource = wakeEvent
         let wakeLoop = loop, wakeSource = wakeEvent
         // cpw_loop_signal_event (an eventfd write) may be called from any thread.
         builder = EngineBuilder(context: context) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
-        statisticsTimer = cpw_loop_add_timer(loop, { data, _ in
-            guard let data else { return }
-            Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
-        }, userData)
+        statisticsTimer = cpw_loop_add_timer(
+            loop,
+            { data, _ in
+                guard let data else { return }
+                Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
+            }, userData)
         var interval = timespec(tv_sec: 1, tv_nsec: 0)
         var first = timespec(tv_sec: 1, tv_nsec: 0)
         _ = cpw_loop_update_timer(loop, statisticsTimer, &first, &interval, false)
@@ -135,8 +145,10 @@ public final class ConvolverNode {
         realtime.wakeSource = nil
         // The data thread is gone: every engine slot is ours to free.
         realtime.callRecorder?.write()
-        for slot in [realtime.activeEngine, realtime.fadingEngine, realtime.engines.takeUnclaimedOffer(),
-                     realtime.engines.takeRetired()] {
+        for slot in [
+            realtime.activeEngine, realtime.fadingEngine, realtime.engines.takeUnclaimedOffer(),
+            realtime.engines.takeRetired(),
+        ] {
             if let slot { EngineExchange.release(slot) }
         }
         realtime.activeEngine = nil
@@ -157,17 +169,20 @@ public final class ConvolverNode {
         newestSlot = slot
         publishLatency()
         if let unused = realtime.engines.offer(slot, inSilence: inSilence) {
-            EngineExchange.release(unused)   // the data thread never took it
+            EngineExchange.release(unused)  // the data thread never took it
         }
-        PipeWireLog.info("\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))"
-                         + (inSilence ? ", planned for quantum \(slot.plannedBlockSize): taken in silence" : ""))
+        PipeWireLog.info(
+            "\(configuration.nodeName): engine for \(slot.sampleRate) Hz ready (\(slot.planDescription))"
+                + (inSilence ? ", planned for quantum \(slot.plannedBlockSize): taken in silence" : ""))
     }
 
     /// Asks the builder for an engine for `sampleRate` with `configuration` (main loop).
     private func requestEngine(_ configuration: NodeConfiguration, sampleRate: Int, purpose: EngineBuilder.Purpose) {
         requestedRate = sampleRate
-        builder?.request(.init(configuration: configuration, sampleRate: sampleRate,
-                               expectedBlockSize: expectedBlockSize, purpose: purpose))
+        builder?.request(
+            .init(
+                configuration: configuration, sampleRate: sampleRate,
+                expectedBlockSize: expectedBlockSize, purpose: purpose))
     }
 
     /// The data thread retired an engine or saw a new graph rate, or the builder finished.
@@ -187,12 +202,14 @@ public final class ConvolverNode {
                     slot.stop()
                     continue
                 }
-                if request.purpose == .quantum && (request.expectedBlockSize != expectedBlockSize
-                    || request.configuration.filename != configuration.filename
-                    || request.configuration.rateAlternatives != configuration.rateAlternatives
-                    || request.configuration.impulses != configuration.impulses
-                    || request.configuration.sofa != configuration.sofa) {
-                    slot.stop()   // the quantum or the IR changed again meanwhile
+                if request.purpose == .quantum
+                    && (request.expectedBlockSize != expectedBlockSize
+                        || request.configuration.filename != configuration.filename
+                        || request.configuration.rateAlternatives != configuration.rateAlternatives
+                        || request.configuration.impulses != configuration.impulses
+                        || request.configuration.sofa != configuration.sofa)
+                {
+                    slot.stop()  // the quantum or the IR changed again meanwhile
                     continue
                 }
                 if request.purpose == .impulseResponse {
@@ -229,8 +246,9 @@ public final class ConvolverNode {
     private func replanForRunningQuantum() {
         let quantum = realtime.observedQuantum.load(ordering: .relaxed)
         guard (16...8192).contains(quantum), quantum != expectedBlockSize || newestSlot?.plannedBlockSize != quantum,
-              !quantumBuildPending, quantum != unplannableQuantum,
-              realtime.silentInputFrames.load(ordering: .relaxed) >= newestSlot?.impulseFrames ?? 0 else { return }
+            !quantumBuildPending, quantum != unplannableQuantum,
+            realtime.silentInputFrames.load(ordering: .relaxed) >= newestSlot?.impulseFrames ?? 0
+        else { return }
         expectedBlockSize = quantum
         quantumBuildPending = true
         requestEngine(configuration, sampleRate: requestedRate, purpose: .quantum)
@@ -240,9 +258,11 @@ public final class ConvolverNode {
 
     private func publishProps() {
         guard let transport,
-              let pod = PropsParam.build(controls, filename: configuration.filename,
-                                         sofa: configuration.isSOFA ? configuration.sofa : nil,
-                                         crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer) else { return }
+            let pod = PropsParam.build(
+                controls, filename: configuration.filename,
+                sofa: configuration.isSOFA ? configuration.sofa : nil,
+                crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer)
+        else { return }
         transport.updateParam(pod)
     }
 
@@ -250,7 +270,8 @@ public final class ConvolverNode {
     /// the latency of the output ports. Filter mode: in sink mode the streams' adapters own it.
     private func publishLatency() {
         guard let transport, transport.reportsProcessLatency, let frames = newestSlot?.latencyFrames,
-              frames != publishedLatencyFrames, let pod = ProcessLatencyParam.build(frames: frames, into: podBuffer) else { return }
+            frames != publishedLatencyFrames, let pod = ProcessLatencyParam.build(frames: frames, into: podBuffer)
+        else { return }
         publishedLatencyFrames = frames
         transport.updateParam(pod)
     }
@@ -264,7 +285,9 @@ public final class ConvolverNode {
         if let mix = change.mix { controls.mix = mix }
         if let bypass = change.bypass { controls.bypass = bypass }
         if let width = change.width {
-            if configuration.outputCount == 2 { controls.width = width } else {
+            if configuration.outputCount == 2 {
+                controls.width = width
+            } else {
                 PipeWireLog.warning("\(configuration.nodeName): Props width ignored: the node has \(configuration.outputCount) outputs, not two")
             }
         }
@@ -282,7 +305,8 @@ public final class ConvolverNode {
         var next = requestedImpulseConfiguration ?? configuration
         var rebuild = false
         if let filename = change.filename,
-           filename != next.filename || !next.rateAlternatives.isEmpty || !next.impulses.isEmpty {
+            filename != next.filename || !next.rateAlternatives.isEmpty || !next.impulses.isEmpty
+        {
             next.filename = filename
             next.rateAlternatives = []
             next.impulses = []
@@ -308,7 +332,7 @@ public final class ConvolverNode {
     /// Node properties with live statistics, once a second (main loop).
     private func publishStatistics() {
         guard let transport else { return }
-        replanForRunningQuantum()   // the silence it waits for may have come since the last wake-up
+        replanForRunningQuantum()  // the silence it waits for may have come since the last wake-up
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.scheduler.statistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(cFormat: "%.1f", Double($0) / 1000) } ?? "none"

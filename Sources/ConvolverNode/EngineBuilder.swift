@@ -49,8 +49,10 @@ final class EngineBuilder: @unchecked Sendable {
         queue.async(group: group) { [self] in
             let result: Result<EngineSlot, ConvolverNodeError>
             do throws(ConvolverNodeError) {
-                result = .success(try EngineFactory.makeSlot(request.configuration, sampleRate: request.sampleRate,
-                                                              expectedBlockSize: request.expectedBlockSize, context: context))
+                result = .success(
+                    try EngineFactory.makeSlot(
+                        request.configuration, sampleRate: request.sampleRate,
+                        expectedBlockSize: request.expectedBlockSize, context: context))
             } catch {
                 result = .failure(error)
             }

@@ -25,8 +25,10 @@ final class EngineSlot {
     /// With `autogain`, the gain applied to each output's IRs, in dB.
     let autogainDB: [Double]?
 
-    init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
-         plannedBlockSize: Int, impulseFrames: Int, latencyFrames: Int, autogainDB: [Double]?) {
+    init(
+        engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
+        plannedBlockSize: Int, impulseFrames: Int, latencyFrames: Int, autogainDB: [Double]?
+    ) {
         self.engine = engine
         self.scheduler = scheduler
         self.sampleRate = sampleRate
@@ -46,8 +48,10 @@ enum EngineFactory {
     /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
     /// Slow (file I/O, resampling, FFT planning): never on the data thread.
     /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
-    static func makeSlot(_ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
-                         context: OpaquePointer?) throws(ConvolverNodeError) -> EngineSlot {
+    static func makeSlot(
+        _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
+        context: OpaquePointer?
+    ) throws(ConvolverNodeError) -> EngineSlot {
         let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
@@ -55,11 +59,12 @@ enum EngineFactory {
         schedulerConfiguration.sampleRate = Double(sampleRate)
         schedulerConfiguration.split = configuration.workgroupSplit
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
-        let engineConfiguration = EngineConfiguration(expectedBlockSize: expectedBlockSize,
-                                                      maxPartitionSize: configuration.maxPartitionSize,
-                                                      placement: .node,
-                                                      sampleRate: Double(sampleRate),
-                                                      testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
+        let engineConfiguration = EngineConfiguration(
+            expectedBlockSize: expectedBlockSize,
+            maxPartitionSize: configuration.maxPartitionSize,
+            placement: .node,
+            sampleRate: Double(sampleRate),
+            testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
         let engine: ConvolutionEngine
@@ -68,15 +73,19 @@ enum EngineFactory {
         } catch {
             throw .engine("\(error)")
         }
-        return EngineSlot(engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
-                          plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
-                          autogainDB: autogainDB)
+        return EngineSlot(
+            engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
+            plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
+            autogainDB: autogainDB)
     }
 
     /// The matrix the engine runs: `makeMatrix`'s, with `autogain` applied (its gains in dB), and
     /// the latency the node reports for it.
-    static func preparedMatrix(_ configuration: NodeConfiguration, sampleRate: Int)
-        throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?) {
+    static func preparedMatrix(
+        _ configuration: NodeConfiguration, sampleRate: Int
+    )
+        throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?)
+    {
         var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
         let latencyFrames = reportedLatency(configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
         guard configuration.autogain else { return (matrix, latencyFrames, nil) }
@@ -103,28 +112,35 @@ enum EngineFactory {
     /// The matrix of `configuration`'s IRs at `sampleRate`, and the latency they carry: with the
     /// resampler's ringing kept, every entry is delayed to the latest one's, so the outputs stay
     /// aligned and the graph can compensate one latency.
-    static func makeMatrix(_ configuration: NodeConfiguration,
-                           sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
+    static func makeMatrix(
+        _ configuration: NodeConfiguration,
+        sampleRate: Int
+    ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let channelCount = configuration.channelCount
         if configuration.isSOFA, let filename = configuration.filename {
             return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
         }
         if configuration.impulses.isEmpty, let filename = configuration.filename {
-            let options = loadOptions(configuration, offset: configuration.offset, length: configuration.length,
-                                      delay: configuration.delay)
-            let impulseResponse = try load(ImpulseResponse.closestInRate(filename, configuration.rateAlternatives, to: Double(sampleRate)),
-                                           key: "filename", sampleRate: sampleRate, options: options)
+            let options = loadOptions(
+                configuration, offset: configuration.offset, length: configuration.length,
+                delay: configuration.delay)
+            let impulseResponse = try load(
+                ImpulseResponse.closestInRate(filename, configuration.rateAlternatives, to: Double(sampleRate)),
+                key: "filename", sampleRate: sampleRate, options: options)
             do {
-                return (try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount),
-                        impulseResponse.addedDelayFrames)
+                return (
+                    try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount),
+                    impulseResponse.addedDelayFrames
+                )
             } catch {
                 throw .impulseResponse(key: "filename", message: "\(error)", errno: EINVAL)
             }
         }
         var loaded: [LoadedEntry] = []
         for (index, impulse) in configuration.impulses.enumerated() {
-            let options = loadOptions(configuration, channel: impulse.channel, offset: impulse.offset, length: impulse.length,
-                                      delay: impulse.delay, gain: impulse.gain)
+            let options = loadOptions(
+                configuration, channel: impulse.channel, offset: impulse.offset, length: impulse.length,
+                delay: impulse.delay, gain: impulse.gain)
             let spec = ImpulseResponse.closestInRate(impulse.filename, impulse.rateAlternatives, to: Double(sampleRate))
             let response = try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
             loaded.append((impulse.input, impulse.output, response.channels[0], response.addedDelayFrames))
@@ -141,23 +157,27 @@ enum EngineFactory {
 
     /// Every input to both ears through the HRTF set's filters for its direction (its speaker's,
     /// turned by `sofa`; LFE unfiltered), resampled like any IR and aligned to one resampler delay.
-    static func makeHRTFMatrix(_ configuration: NodeConfiguration, path: String,
-                               sampleRate: Int) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
+    static func makeHRTFMatrix(
+        _ configuration: NodeConfiguration, path: String,
+        sampleRate: Int
+    ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let set: HRTFSet
         do { set = try HRTFSet(path: path) } catch { throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL) }
-        let options = loadOptions(configuration, offset: configuration.offset, length: configuration.length,
-                                  delay: configuration.delay)
+        let options = loadOptions(
+            configuration, offset: configuration.offset, length: configuration.length,
+            delay: configuration.delay)
         var loaded: [LoadedEntry] = []
         for (input, position) in configuration.positions.enumerated() {
             // One input is the source `sofa` places, whatever its position is called.
             let speaker = configuration.channelCount == 1 ? SourceDirection() : SpeakerDirections.direction(of: position)
             guard let speaker, position != "LFE" else {
-                loaded += [(input, 0, [1], 0), (input, 1, [1], 0)]   // LFE: unfiltered
+                loaded += [(input, 0, [1], 0), (input, 1, [1], 0)]  // LFE: unfiltered
                 continue
             }
             do {
-                let ears = try ImpulseResponse.load(set, direction: speaker.rotated(by: configuration.sofa),
-                                                    sampleRate: Double(sampleRate), options: options)
+                let ears = try ImpulseResponse.load(
+                    set, direction: speaker.rotated(by: configuration.sofa),
+                    sampleRate: Double(sampleRate), options: options)
                 loaded += (0..<2).map { (input, $0, ears.channels[$0], ears.addedDelayFrames) }
             } catch {
                 throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
@@ -174,24 +194,32 @@ enum EngineFactory {
     /// aligned; and that delay.
     static func aligned(_ loaded: [LoadedEntry]) -> (entries: [ConvolutionMatrix.Entry], resamplerDelayFrames: Int) {
         let delay = loaded.map(\.addedDelayFrames).max() ?? 0
-        return (loaded.map { entry in
-            ConvolutionMatrix.Entry(input: entry.input, output: entry.output,
-                                    impulse: [Float](repeating: 0, count: delay - entry.addedDelayFrames) + entry.impulse)
-        }, delay)
+        return (
+            loaded.map { entry in
+                ConvolutionMatrix.Entry(
+                    input: entry.input, output: entry.output,
+                    impulse: [Float](repeating: 0, count: delay - entry.addedDelayFrames) + entry.impulse)
+            }, delay
+        )
     }
 
     /// How every IR of `configuration` is loaded (its resampling); offset, length, delay (samples)
     /// and gain are the IR's own.
-    static func loadOptions(_ configuration: NodeConfiguration, channel: Int? = nil, offset: Int, length: Int, delay: Int,
-                            gain: Double = 1) -> ImpulseResponseOptions {
-        ImpulseResponseOptions(channel: channel, offset: .samples(offset), length: .samples(length), delay: .samples(delay),
-                               gain: Float(gain), resampleQuality: configuration.resampleQuality,
-                               preRinging: configuration.resamplePreRinging)
+    static func loadOptions(
+        _ configuration: NodeConfiguration, channel: Int? = nil, offset: Int, length: Int, delay: Int,
+        gain: Double = 1
+    ) -> ImpulseResponseOptions {
+        ImpulseResponseOptions(
+            channel: channel, offset: .samples(offset), length: .samples(length), delay: .samples(delay),
+            gain: Float(gain), resampleQuality: configuration.resampleQuality,
+            preRinging: configuration.resamplePreRinging)
     }
 
     /// `ImpulseResponse.load`, its error turned into one naming the module key.
-    static func load(_ spec: String, key: String, sampleRate: Int,
-                     options: ImpulseResponseOptions) throws(ConvolverNodeError) -> ImpulseResponse {
+    static func load(
+        _ spec: String, key: String, sampleRate: Int,
+        options: ImpulseResponseOptions
+    ) throws(ConvolverNodeError) -> ImpulseResponse {
         do {
             return try ImpulseResponse.load(spec, sampleRate: Double(sampleRate), options: options)
         } catch {

@@ -18,8 +18,10 @@ final class FilterTransport: NodeTransport {
     private let onProps: (UnsafePointer<spa_pod>) -> Void
 
     /// Creates the filter and its ports (not yet connected). `onProps` gets Props set on the node (main loop).
-    init(core: OpaquePointer, configuration: NodeConfiguration, realtime: RealtimeProcessor,
-         onProps: @escaping (UnsafePointer<spa_pod>) -> Void) throws(ConvolverNodeError) {
+    init(
+        core: OpaquePointer, configuration: NodeConfiguration, realtime: RealtimeProcessor,
+        onProps: @escaping (UnsafePointer<spa_pod>) -> Void
+    ) throws(ConvolverNodeError) {
         self.realtime = realtime
         self.onProps = onProps
         nodeName = configuration.nodeName
@@ -29,8 +31,9 @@ final class FilterTransport: NodeTransport {
         outputPorts = .allocate(capacity: configuration.outputCount)
         outputPorts.initialize(repeating: nil, count: configuration.outputCount)
 
-        var properties = audioNodeProperties(name: configuration.nodeName, description: configuration.nodeDescription,
-                                             positions: configuration.positions)
+        var properties = audioNodeProperties(
+            name: configuration.nodeName, description: configuration.nodeDescription,
+            positions: configuration.positions)
         properties += [(PW_KEY_MEDIA_CATEGORY, "Filter"), (PW_KEY_MEDIA_ROLE, "DSP")]
         if let target = configuration.targetObject { properties.append((PW_KEY_TARGET_OBJECT, target)) }
         properties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -41,16 +44,21 @@ final class FilterTransport: NodeTransport {
         self.filter = filter
         pw_filter_add_listener(filter, listener, Self.events, Unmanaged.passUnretained(self).toOpaque())
 
-        let portLists = [(SPA_DIRECTION_INPUT, "input", configuration.positions, inputPorts),
-                         (SPA_DIRECTION_OUTPUT, "output", configuration.outputChannelPositions, outputPorts)]
+        let portLists = [
+            (SPA_DIRECTION_INPUT, "input", configuration.positions, inputPorts),
+            (SPA_DIRECTION_OUTPUT, "output", configuration.outputChannelPositions, outputPorts),
+        ]
         for (direction, prefix, positions, ports) in portLists {
             for (index, position) in positions.enumerated() {
                 let portProperties = makeProperties([
                     (PW_KEY_FORMAT_DSP, "32 bit float mono audio"), (PW_KEY_PORT_NAME, "\(prefix)_\(position)"),
                     (PW_KEY_AUDIO_CHANNEL, position),
                 ])
-                guard let port = pw_filter_add_port(filter, direction, PW_FILTER_PORT_FLAG_MAP_BUFFERS,
-                                                    MemoryLayout<UInt64>.size, portProperties, nil, 0) else {
+                guard
+                    let port = pw_filter_add_port(
+                        filter, direction, PW_FILTER_PORT_FLAG_MAP_BUFFERS,
+                        MemoryLayout<UInt64>.size, portProperties, nil, 0)
+                else {
                     let error = errno
                     destroy()
                     throw .pipeWire(call: "pw_filter_add_port(\(prefix)_\(position))", errno: error)
@@ -91,7 +99,7 @@ final class FilterTransport: NodeTransport {
     /// pw_filter_destroy returns after the data thread left the filter's process for good.
     func destroy() {
         guard let filter else { return }
-        pw_filter_destroy(filter)   // emits `destroy`, which removes our hook and clears `filter`
+        pw_filter_destroy(filter)  // emits `destroy`, which removes our hook and clears `filter`
         if self.filter != nil {
             spa_hook_remove(listener)
             self.filter = nil
@@ -114,8 +122,9 @@ final class FilterTransport: NodeTransport {
             realtime.outputBuffers[channel] =
                 pw_filter_get_dsp_buffer(outputPorts[channel], UInt32(frameCount))?.assumingMemoryBound(to: Float.self)
         }
-        realtime.process(frameCount: frameCount, sampleRate: Int(clock.rate.denom), deadline: clock.next_nsec,
-                         startNanos: startNanos)
+        realtime.process(
+            frameCount: frameCount, sampleRate: Int(clock.rate.denom), deadline: clock.next_nsec,
+            startNanos: startNanos)
     }
 
     // MARK: - Filter events (C callbacks; `data` is the unretained transport)

@@ -83,8 +83,9 @@ public final class ConvolverModuleInstance {
         let quantum = properties.flatMap { pw_properties_get($0, "default.clock.quantum") }.flatMap { Int(String(cString: $0)) } ?? 256
         do {
             guard let core else { throw ConvolverNodeError.pipeWire(call: "pw_context_connect", errno: EPIPE) }
-            node = try ConvolverNode(core: core, context: context, loop: pw_context_get_main_loop(context), configuration: configuration,
-                                           sampleRate: rate, expectedBlockSize: quantum)
+            node = try ConvolverNode(
+                core: core, context: context, loop: pw_context_get_main_loop(context), configuration: configuration,
+                sampleRate: rate, expectedBlockSize: quantum)
         } catch let error as ConvolverNodeError {
             teardown()
             moduleListener.deallocate()
@@ -119,7 +120,7 @@ public final class ConvolverModuleInstance {
         spa_hook_remove(moduleListener)
         teardown()
         moduleListener.deallocate()
-        Unmanaged.passUnretained(self).release()   // balances load()'s passRetained
+        Unmanaged.passUnretained(self).release()  // balances load()'s passRetained
     }
 
     private static let moduleEvents: UnsafeMutablePointer<pw_impl_module_events> = {

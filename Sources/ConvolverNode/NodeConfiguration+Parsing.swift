@@ -47,7 +47,7 @@ extension NodeConfiguration {
             case "delay": configuration.delay = try integer(value, key, 0...sampleCountLimit)
             case "offset": configuration.offset = try integer(value, key, 0...sampleCountLimit)
             case "length": configuration.length = try integer(value, key, 0...sampleCountLimit)
-            case "resample.quality", "resample_quality":   // ours, filter-chain's convolver's
+            case "resample.quality", "resample_quality":  // ours, filter-chain's convolver's
                 configuration.resampleQuality = try integer(value, key, 0...14)
             case "resample.pre-ringing":
                 let name = try text(value, key)
@@ -72,7 +72,8 @@ extension NodeConfiguration {
                     switch subkey {
                     case "threads":
                         guard let text = subvalue.text, let count = ThreadCount(argument: text) else {
-                            throw NodeConfigurationError(key: "workgroup.threads",
+                            throw NodeConfigurationError(
+                                key: "workgroup.threads",
                                 message: "'\(subvalue.text ?? "(not a value)")' is not auto, levels or a thread count")
                         }
                         if case let .fixed(threads) = count, threads > threadLimit {
@@ -82,7 +83,8 @@ extension NodeConfiguration {
                     case "rt.prio": configuration.workgroupPriority = try integer(subvalue, "workgroup.rt.prio", 0...99)
                     case "split":
                         guard let text = subvalue.text, let mode = SplitMode(argument: text) else {
-                            throw NodeConfigurationError(key: "workgroup.split",
+                            throw NodeConfigurationError(
+                                key: "workgroup.split",
                                 message: "'\(subvalue.text ?? "(not a value)")' is not auto, on or off")
                         }
                         configuration.workgroupSplit = mode
@@ -115,8 +117,10 @@ extension NodeConfiguration {
             case "test.fault":
                 let name = try text(value, key)
                 guard let fault = TestFault(rawValue: name) else {
-                    throw NodeConfigurationError(key: key, message: "'\(name)' is not one of "
-                        + TestFault.allCases.map(\.rawValue).joined(separator: ", "))
+                    throw NodeConfigurationError(
+                        key: key,
+                        message: "'\(name)' is not one of "
+                            + TestFault.allCases.map(\.rawValue).joined(separator: ", "))
                 }
                 configuration.testFault = fault
             case "mode":
@@ -151,7 +155,8 @@ extension NodeConfiguration {
                 switch (key, subkey) {
                 case ("capture.props", "media.class"):
                     guard try text(subvalue, name) == "Audio/Sink" else {
-                        throw NodeConfigurationError(key: name, message: "'\(subvalue.text ?? "")' is not Audio/Sink (the only kind of sink this node makes)")
+                        throw NodeConfigurationError(
+                            key: name, message: "'\(subvalue.text ?? "")' is not Audio/Sink (the only kind of sink this node makes)")
                     }
                     if !modeGiven { configuration.mode = .sink }
                 case ("capture.props", "node.name"): if !nameGiven { configuration.nodeName = try text(subvalue, name) }
@@ -160,32 +165,35 @@ extension NodeConfiguration {
                 case ("capture.props", "audio.position"): if positions == nil { positions = try channelPositions(subvalue, name) }
                 case ("playback.props", "audio.position"):
                     if configuration.outputPositions == nil { configuration.outputPositions = try channelPositions(subvalue, name) }
-                case (_, "audio.channels"): _ = try integer(subvalue, name, 1...channelLimit)   // the positions count
+                case (_, "audio.channels"): _ = try integer(subvalue, name, 1...channelLimit)  // the positions count
                 default: rest[subkey] = subvalue.text ?? subvalue.json
                 }
             }
             if key == "capture.props" { configuration.captureProperties = rest } else { configuration.playbackProperties = rest }
         }
         if let key = streamProperties.keys.sorted().first, configuration.mode != .sink {
-            throw NodeConfigurationError(key: key, message: "needs mode = sink (or media.class = Audio/Sink in capture.props); "
-                                         + "a filter is one node: set its keys at the top level")
+            throw NodeConfigurationError(
+                key: key,
+                message: "needs mode = sink (or media.class = Audio/Sink in capture.props); "
+                    + "a filter is one node: set its keys at the top level")
         }
         if let positions {
             if let channelCount, channelCount != positions.count {
-                throw NodeConfigurationError(key: "audio.position",
+                throw NodeConfigurationError(
+                    key: "audio.position",
                     message: "has \(positions.count) positions but audio.channels is \(channelCount)")
             }
             configuration.positions = positions
         } else if let channelCount {
             configuration.positions = defaultPositions(channelCount: channelCount)
         } else if configuration.isSOFA {
-            configuration.positions = ["MONO"]   // one source, placed by `sofa`
+            configuration.positions = ["MONO"]  // one source, placed by `sofa`
         }
         if configuration.isSOFA && configuration.outputPositions == nil {
-            configuration.outputPositions = ["FL", "FR"]   // the two ears
+            configuration.outputPositions = ["FL", "FR"]  // the two ears
         }
         if configuration.isSOFA && !crossfadeShapeGiven {
-            configuration.crossfadeEqualPower = false   // an HRTF and its neighbour's: alike, so equal gain
+            configuration.crossfadeEqualPower = false  // an HRTF and its neighbour's: alike, so equal gain
         }
         try configuration.validate()
         return (configuration, warnings)

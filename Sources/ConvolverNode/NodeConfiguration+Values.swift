@@ -26,11 +26,16 @@ extension NodeConfiguration {
     static func duration(_ value: SPAJSONValue, _ key: String, _ range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
         let text = value.text ?? ""
         let seconds: Double?
-        if text.hasSuffix("ms") { seconds = Double(text.dropLast(2)).map { $0 / 1000 } }
-        else if text.hasSuffix("s") { seconds = Double(text.dropLast(1)) }
-        else { seconds = Double(text) }
+        if text.hasSuffix("ms") {
+            seconds = Double(text.dropLast(2)).map { $0 / 1000 }
+        } else if text.hasSuffix("s") {
+            seconds = Double(text.dropLast(1))
+        } else {
+            seconds = Double(text)
+        }
         guard let seconds, seconds.isFinite, range.contains(seconds) else {
-            throw NodeConfigurationError(key: key, message: "'\(text)' is not a duration in \(range.lowerBound)...\(range.upperBound) s (e.g. 0.05 or \"50ms\")")
+            throw NodeConfigurationError(
+                key: key, message: "'\(text)' is not a duration in \(range.lowerBound)...\(range.upperBound) s (e.g. 0.05 or \"50ms\")")
         }
         return seconds
     }

@@ -137,21 +137,25 @@ public struct NodeConfiguration: Sendable, Equatable {
                 throw NodeConfigurationError(key: "output.position", message: "an HRTF set (SOFA) has two outputs, the ears, not \(outputCount)")
             }
             if channelCount > 1, let position = positions.first(where: { SpeakerDirections.direction(of: $0) == nil && $0 != "LFE" }) {
-                throw NodeConfigurationError(key: "audio.position",
+                throw NodeConfigurationError(
+                    key: "audio.position",
                     message: "\(position) has no standard speaker direction to place it at with an HRTF set; use "
-                             + SpeakerDirections.known.joined(separator: " ") + " or LFE")
+                        + SpeakerDirections.known.joined(separator: " ") + " or LFE")
             }
         } else if outputCount != channelCount && impulses.isEmpty {
-            throw NodeConfigurationError(key: "output.position",
+            throw NodeConfigurationError(
+                key: "output.position",
                 message: "\(outputCount) outputs for \(channelCount) inputs need an impulses matrix")
         }
         for (index, impulse) in impulses.enumerated() {
             if impulse.input >= channelCount {
-                throw NodeConfigurationError(key: "impulses[\(index)].input",
+                throw NodeConfigurationError(
+                    key: "impulses[\(index)].input",
                     message: "\(impulse.input) is out of range for \(channelCount) channels")
             }
             if impulse.output >= outputCount {
-                throw NodeConfigurationError(key: "impulses[\(index)].output",
+                throw NodeConfigurationError(
+                    key: "impulses[\(index)].output",
                     message: "\(impulse.output) is out of range for \(outputCount) output channels")
             }
         }

@@ -56,8 +56,10 @@ public final class PipeWireMainLoop {
     /// A timer on this loop: `action` runs after `seconds`, then every `interval` seconds if given,
     /// until `cancel()` or the loop's end.
     @discardableResult
-    public func timer(after seconds: Double, every interval: Double? = nil,
-                      _ action: @escaping () -> Void) -> LoopTimer {
+    public func timer(
+        after seconds: Double, every interval: Double? = nil,
+        _ action: @escaping () -> Void
+    ) -> LoopTimer {
         let timer = LoopTimer(loop: loop, after: seconds, every: interval, action)
         timers.append(timer)
         return timer
@@ -70,14 +72,18 @@ public final class LoopTimer {
     private var source: UnsafeMutablePointer<spa_source>?
     private var action: (() -> Void)?
 
-    fileprivate init(loop: UnsafeMutablePointer<pw_loop>, after seconds: Double, every interval: Double?,
-                     _ action: @escaping () -> Void) {
+    fileprivate init(
+        loop: UnsafeMutablePointer<pw_loop>, after seconds: Double, every interval: Double?,
+        _ action: @escaping () -> Void
+    ) {
         self.loop = loop
         self.action = action
-        source = cpw_loop_add_timer(loop, { data, _ in
-            guard let data else { return }
-            Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue().action?()
-        }, Unmanaged.passUnretained(self).toOpaque())
+        source = cpw_loop_add_timer(
+            loop,
+            { data, _ in
+                guard let data else { return }
+                Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue().action?()
+            }, Unmanaged.passUnretained(self).toOpaque())
         // A zero value disarms a timerfd: the first expiry is at least 1 ns away.
         var first = Self.timespec(max(seconds, 1e-9))
         if let interval {

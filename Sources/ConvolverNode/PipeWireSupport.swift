@@ -1,8 +1,8 @@
 // The C-facing helpers of the node in one place: errors from negative returns, logging, property
 // dictionaries, and the Props param (build and parse). Not real-time code.
 import CConvolverShims
-import Convolution
 import CPipeWire
+import Convolution
 import Glibc
 
 /// Why a node could not be made or changed. Every message names the key, file or call.
@@ -91,8 +91,10 @@ struct PropsChange {
 
 enum PropsParam {
     /// Builds the Props object into `buffer`; returns the pod inside it.
-    static func build(_ controls: LiveControls, filename: String?, sofa: SourceDirection?, crossfadeSeconds: Double,
-                      into buffer: UnsafeMutableRawBufferPointer) -> UnsafeMutablePointer<spa_pod>? {
+    static func build(
+        _ controls: LiveControls, filename: String?, sofa: SourceDirection?, crossfadeSeconds: Double,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) -> UnsafeMutablePointer<spa_pod>? {
         var builder = spa_pod_builder()
         spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
         var objectFrame = spa_pod_frame()
@@ -149,19 +151,23 @@ enum PropsParam {
             guard let value = spa_pod_parser_next(&parser) else { break }
             switch key {
             case "gain":
-                if let number = number(value), (0...NodeConfiguration.gainLimit).contains(number) { change.gain = number }
-                else { change.rejected.append(key) }
+                if let number = number(value), (0...NodeConfiguration.gainLimit).contains(number) {
+                    change.gain = number
+                } else {
+                    change.rejected.append(key)
+                }
             case "mix":
-                if let number = number(value), (0...1).contains(number) { change.mix = number }
-                else { change.rejected.append(key) }
+                if let number = number(value), (0...1).contains(number) { change.mix = number } else { change.rejected.append(key) }
             case "bypass":
                 if let flag = boolean(value) { change.bypass = flag } else { change.rejected.append(key) }
             case "width":
-                if let number = number(value), StereoWidth.range.contains(number) { change.width = number }
-                else { change.rejected.append(key) }
+                if let number = number(value), StereoWidth.range.contains(number) { change.width = number } else { change.rejected.append(key) }
             case "crossfade":
-                if let number = number(value), (0...NodeConfiguration.crossfadeLimit).contains(number) { change.crossfade = number }
-                else { change.rejected.append(key) }
+                if let number = number(value), (0...NodeConfiguration.crossfadeLimit).contains(number) {
+                    change.crossfade = number
+                } else {
+                    change.rejected.append(key)
+                }
             case "filename":
                 var text: UnsafePointer<CChar>?
                 if spa_pod_get_string(value, &text) == 0, let text, text.pointee != 0 {
@@ -186,11 +192,17 @@ enum PropsParam {
     private static func number(_ pod: UnsafeMutablePointer<spa_pod>) -> Double? {
         var float: Float = 0, double: Double = 0, int: Int32 = 0, long: Int64 = 0
         let value: Double
-        if spa_pod_get_float(pod, &float) == 0 { value = Double(float) }
-        else if spa_pod_get_double(pod, &double) == 0 { value = double }
-        else if spa_pod_get_int(pod, &int) == 0 { value = Double(int) }
-        else if spa_pod_get_long(pod, &long) == 0 { value = Double(long) }
-        else { return nil }
+        if spa_pod_get_float(pod, &float) == 0 {
+            value = Double(float)
+        } else if spa_pod_get_double(pod, &double) == 0 {
+            value = double
+        } else if spa_pod_get_int(pod, &int) == 0 {
+            value = Double(int)
+        } else if spa_pod_get_long(pod, &long) == 0 {
+            value = Double(long)
+        } else {
+            return nil
+        }
         return value.isFinite ? value : nil
     }
 
@@ -214,8 +226,9 @@ enum ProcessLatencyParam {
         var builder = spa_pod_builder()
         spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
         var frame = spa_pod_frame()
-        spa_pod_builder_push_object(&builder, &frame, UInt32(SPA_TYPE_OBJECT_ParamProcessLatency),
-                                    SPA_PARAM_ProcessLatency.rawValue)
+        spa_pod_builder_push_object(
+            &builder, &frame, UInt32(SPA_TYPE_OBJECT_ParamProcessLatency),
+            SPA_PARAM_ProcessLatency.rawValue)
         spa_pod_builder_prop(&builder, SPA_PARAM_PROCESS_LATENCY_quantum.rawValue, 0)
         spa_pod_builder_float(&builder, 0)
         spa_pod_builder_prop(&builder, SPA_PARAM_PROCESS_LATENCY_rate.rawValue, 0)

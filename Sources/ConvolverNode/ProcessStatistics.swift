@@ -57,8 +57,9 @@ final class ProcessStatistics {
     /// Counts the cycles skipped since the previous call. `position`, `duration`: this cycle's
     /// graph clock (`spa_io_clock`), in frames; `rate`: frames a second. Real-time safe.
     func recordClock(position: UInt64, duration: UInt64, rate: UInt64) {
-        let skipped = Self.skippedCycles(previousPosition: previousPosition, previousDuration: previousDuration,
-                                         position: position, rate: rate)
+        let skipped = Self.skippedCycles(
+            previousPosition: previousPosition, previousDuration: previousDuration,
+            position: position, rate: rate)
         if skipped > 0 { missedCycles.wrappingAdd(skipped, ordering: .relaxed) }
         previousPosition = position
         previousDuration = duration
@@ -88,4 +89,3 @@ final class ProcessStatistics {
         return (samples[max(0, p99Index)], samples[samples.count - 1], samples.count)
     }
 }
-

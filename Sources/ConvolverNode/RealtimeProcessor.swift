@@ -104,8 +104,10 @@ final class RealtimeProcessor {
     /// `delay-one-sample`: each output's last sample of the previous call.
     private let testDelayCarry: UnsafeMutablePointer<Float>
 
-    init(inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
-         crossfadeEqualPower: Bool = true, testRecordCallsPath: String? = nil, testFault: TestFault? = nil) {
+    init(
+        inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
+        crossfadeEqualPower: Bool = true, testRecordCallsPath: String? = nil, testFault: TestFault? = nil
+    ) {
         self.inputCount = inputCount
         self.outputCount = outputCount
         callRecorder = testRecordCallsPath.map { CallRecorder(path: $0, inputCount: inputCount, outputCount: outputCount) }
@@ -128,8 +130,9 @@ final class RealtimeProcessor {
         bypassFlag = Atomic(controls.bypass)
         widthBits = Atomic(Float(controls.width).bitPattern)
         widthAmount = Float(controls.width)
-        (wetAmount, dryAmount) = Self.targetAmounts(gain: Float(controls.gain), mix: Float(controls.mix),
-                                                    bypass: controls.bypass)
+        (wetAmount, dryAmount) = Self.targetAmounts(
+            gain: Float(controls.gain), mix: Float(controls.mix),
+            bypass: controls.bypass)
     }
 
     deinit {
@@ -146,8 +149,11 @@ final class RealtimeProcessor {
     }
 
     /// `channels` zeroed buffers of `bufferedCallCapacity` frames: one storage, and a pointer per channel.
-    private static func callBuffers(channels: Int)
-        -> (storage: UnsafeMutablePointer<Float>, buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>) {
+    private static func callBuffers(
+        channels: Int
+    )
+        -> (storage: UnsafeMutablePointer<Float>, buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>)
+    {
         let storage = UnsafeMutablePointer<Float>.allocate(capacity: channels * bufferedCallCapacity)
         storage.initialize(repeating: 0, count: channels * bufferedCallCapacity)
         let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: channels)
@@ -238,13 +244,15 @@ final class RealtimeProcessor {
                     if frameCount != slot.plannedBlockSize { wakeMainLoop() }
                 }
                 // Helpers' results may be awaited until 75% of this call's period has passed.
-                slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
-                                          sampleRate: Double(max(graphRate, 1)))
+                slot.scheduler.beginCycle(
+                    startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
+                    sampleRate: Double(max(graphRate, 1)))
                 let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
                 slot.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(engineOutputs), frameCount: frameCount)
                 if fadingEngine != nil {
-                    crossfade(into: engineOutputs, frameCount: frameCount, startNanos: startNanos,
-                              waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
+                    crossfade(
+                        into: engineOutputs, frameCount: frameCount, startNanos: startNanos,
+                        waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
                 }
                 mixDryWet(from: engineOutputs, frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
@@ -261,8 +269,9 @@ final class RealtimeProcessor {
         callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount)
 
         let endNanos = monotonicNanos()
-        statistics.record(busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
-                          periodNanos: UInt64(periodNanos), ownNanos: threadCPUNanos() &- startCPUNanos &+ helperWaitNanos())
+        statistics.record(
+            busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
+            periodNanos: UInt64(periodNanos), ownNanos: threadCPUNanos() &- startCPUNanos &+ helperWaitNanos())
     }
 
     /// `delay-one-sample`: shifts every output one frame later, carrying the last one to the next call.
@@ -305,8 +314,10 @@ final class RealtimeProcessor {
     /// (`fadePosition` < 0), then rising 0 → 1 over `fadeLength`
     /// frames (linear, or sin/cos for equal power). At the end the old engine is retired.
     /// Real-time safe: no allocation (buffers from init), no locks; one eventfd write at the end.
-    private func crossfade(into engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64,
-                           waitLimitNanos: UInt64, sampleRate: Double) {
+    private func crossfade(
+        into engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64,
+        waitLimitNanos: UInt64, sampleRate: Double
+    ) {
         guard let fading = fadingEngine else { return }
         if frameCount <= Self.bufferedCallCapacity {
             // SAFETY: `fadingEngine` keeps its retain until this thread retires it.
@@ -334,7 +345,7 @@ final class RealtimeProcessor {
             }
             fadePosition += frameCount
         } else {
-            fadePosition = fadeLength   // a call longer than the buffers: switch now
+            fadePosition = fadeLength  // a call longer than the buffers: switch now
         }
         if fadePosition >= fadeLength {
             fadingEngine = nil
@@ -355,13 +366,15 @@ final class RealtimeProcessor {
     /// sample to their targets (one-pole, ~5 ms) so control changes never click. `engineOutputs`
     /// may be the port buffers themselves. Real-time safe.
     private func mixDryWet(from engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, coefficient: Float) {
-        let (wetTarget, dryTarget) = Self.targetAmounts(gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
-                                                        mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
-                                                        bypass: bypassFlag.load(ordering: .relaxed))
+        let (wetTarget, dryTarget) = Self.targetAmounts(
+            gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
+            mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
+            bypass: bypassFlag.load(ordering: .relaxed))
         let widthTarget = Float(bitPattern: widthBits.load(ordering: .relaxed))
         if outputCount == 2, widthAmount != 1 || widthTarget != 1, let left = engineOutputs[0], let right = engineOutputs[1] {
-            widthAmount = StereoWidth.apply(left: left, right: right, frameCount: frameCount, width: widthAmount,
-                                            target: widthTarget, coefficient: coefficient)
+            widthAmount = StereoWidth.apply(
+                left: left, right: right, frameCount: frameCount, width: widthAmount,
+                target: widthTarget, coefficient: coefficient)
         }
         let steady = wetAmount == wetTarget && dryAmount == dryTarget
         for channel in 0..<outputCount {

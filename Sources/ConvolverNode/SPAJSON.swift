@@ -116,8 +116,9 @@ struct SPAJSONParser {
             if byte == UInt8(ascii: "#") {
                 while let next = peek, next != UInt8(ascii: "\n") { index += 1 }
             } else if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n")
-                        || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: ",") {
-                index += 1   // SPA-JSON treats commas as white space
+                || byte == UInt8(ascii: "\r") || byte == UInt8(ascii: ",")
+            {
+                index += 1  // SPA-JSON treats commas as white space
             } else {
                 return
             }
@@ -127,8 +128,8 @@ struct SPAJSONParser {
     private static func endsBareWord(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"),
-             UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: "="), UInt8(ascii: "{"), UInt8(ascii: "}"),
-             UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "\""), UInt8(ascii: "#"):
+            UInt8(ascii: ","), UInt8(ascii: ":"), UInt8(ascii: "="), UInt8(ascii: "{"), UInt8(ascii: "}"),
+            UInt8(ascii: "["), UInt8(ascii: "]"), UInt8(ascii: "\""), UInt8(ascii: "#"):
             return true
         default:
             return false
@@ -198,7 +199,7 @@ struct SPAJSONParser {
     }
 
     private mutating func parseQuoted() throws(SPAJSONError) -> String {
-        index += 1   // the opening quote
+        index += 1  // the opening quote
         var text: [UInt8] = []
         while let byte = peek {
             index += 1
@@ -214,8 +215,9 @@ struct SPAJSONParser {
                 case UInt8(ascii: "r"): text.append(UInt8(ascii: "\r"))
                 case UInt8(ascii: "u"):
                     guard index + 4 <= bytes.count,
-                          let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16),
-                          let scalar = Unicode.Scalar(code) else { throw error("bad \\u escape") }
+                        let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16),
+                        let scalar = Unicode.Scalar(code)
+                    else { throw error("bad \\u escape") }
                     index += 4
                     text.append(contentsOf: Array(String(Character(scalar)).utf8))
                 default: text.append(escaped)

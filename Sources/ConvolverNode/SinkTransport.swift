@@ -43,8 +43,10 @@ final class SinkTransport: NodeTransport {
     private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
 
     /// Creates both streams (not yet connected). `onProps` gets Props set on the sink node (main loop).
-    init(core: OpaquePointer, configuration: NodeConfiguration, realtime: RealtimeProcessor,
-         onProps: @escaping (UnsafePointer<spa_pod>) -> Void) throws(ConvolverNodeError) {
+    init(
+        core: OpaquePointer, configuration: NodeConfiguration, realtime: RealtimeProcessor,
+        onProps: @escaping (UnsafePointer<spa_pod>) -> Void
+    ) throws(ConvolverNodeError) {
         self.realtime = realtime
         self.onProps = onProps
         nodeName = configuration.nodeName
@@ -59,8 +61,9 @@ final class SinkTransport: NodeTransport {
         let dspPorts = { (monitor: Bool) in
             "{ mode = dsp monitor = \(monitor) control = false position = preserve }"
         }
-        var captureProperties = audioNodeProperties(name: configuration.nodeName, description: configuration.nodeDescription,
-                                                    positions: configuration.positions)
+        var captureProperties = audioNodeProperties(
+            name: configuration.nodeName, description: configuration.nodeDescription,
+            positions: configuration.positions)
         captureProperties += [
             (PW_KEY_MEDIA_CLASS, "Audio/Sink"),
             (PW_KEY_NODE_VIRTUAL, "true"), (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
@@ -68,9 +71,10 @@ final class SinkTransport: NodeTransport {
         ]
         captureProperties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         captureProperties += configuration.captureProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-        var playbackProperties = audioNodeProperties(name: configuration.playbackNodeName,
-                                                     description: configuration.nodeDescription + " output",
-                                                     positions: configuration.outputChannelPositions)
+        var playbackProperties = audioNodeProperties(
+            name: configuration.playbackNodeName,
+            description: configuration.nodeDescription + " output",
+            positions: configuration.outputChannelPositions)
         playbackProperties += [
             (PW_KEY_MEDIA_CLASS, "Stream/Output/Audio"),
             // Passive: the sink's output does not keep the downstream device running by itself.
@@ -122,15 +126,21 @@ final class SinkTransport: NodeTransport {
         guard let capture, let playback else { return }
         streamsUsable.store(true, ordering: .sequentiallyConsistent)
         let streams: [(OpaquePointer, spa_direction, [String], pw_stream_flags, String)] = [
-            (playback, SPA_DIRECTION_OUTPUT, outputPositions,
-             pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
-                             | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), playbackNodeName),
+            (
+                playback, SPA_DIRECTION_OUTPUT, outputPositions,
+                pw_stream_flags(
+                    PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
+                        | PW_STREAM_FLAG_RT_PROCESS.rawValue | PW_STREAM_FLAG_TRIGGER.rawValue), playbackNodeName
+            ),
             // ASYNC (PipeWire ≥ 0.3.73): the playback side's process dequeues the capture buffers; without
             // it PipeWire 1.x recycles them after the capture callback (traced: half the input lost,
             // the output silent downstream), as filter-chain's sink sets it.
-            (capture, SPA_DIRECTION_INPUT, positions,
-             pw_stream_flags(PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
-                             | PW_STREAM_FLAG_RT_PROCESS.rawValue | cpw_stream_flag_async()), nodeName),
+            (
+                capture, SPA_DIRECTION_INPUT, positions,
+                pw_stream_flags(
+                    PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue
+                        | PW_STREAM_FLAG_RT_PROCESS.rawValue | cpw_stream_flag_async()), nodeName
+            ),
         ]
         for (stream, direction, positions, flags, name) in streams {
             let format = try Self.buildFormat(positions: positions, sampleRate: sampleRate, into: podBuffer)
@@ -163,7 +173,7 @@ final class SinkTransport: NodeTransport {
         streamsUsable.store(false, ordering: .sequentiallyConsistent)
         for (stream, listener) in [(capture, captureListener), (playback, playbackListener)] {
             guard let stream else { continue }
-            pw_stream_destroy(stream)   // emits `destroy`, which removes the hook and clears the pointer
+            pw_stream_destroy(stream)  // emits `destroy`, which removes the hook and clears the pointer
             if stream == capture { spa_hook_remove(listener); capture = nil }
             if stream == playback { spa_hook_remove(listener); playback = nil }
         }
@@ -195,8 +205,10 @@ final class SinkTransport: NodeTransport {
 
     /// An EnumFormat pod: planar 32-bit float, `positions`, `sampleRate`. A fixed rate, because
     /// the adapter's auto-port-config (no session manager) negotiates only a complete format.
-    static func buildFormat(positions: [String], sampleRate: Int,
-                            into buffer: UnsafeMutableRawBufferPointer) throws(ConvolverNodeError) -> UnsafeMutablePointer<spa_pod> {
+    static func buildFormat(
+        positions: [String], sampleRate: Int,
+        into buffer: UnsafeMutableRawBufferPointer
+    ) throws(ConvolverNodeError) -> UnsafeMutablePointer<spa_pod> {
         var info = spa_audio_info_raw()
         info.format = SPA_AUDIO_FORMAT_F32P
         info.rate = UInt32(sampleRate)
@@ -204,8 +216,10 @@ final class SinkTransport: NodeTransport {
         var ids: [UInt32] = []
         for name in positions {
             guard let id = channelIDs[name] else {
-                throw .configuration(NodeConfigurationError(key: "audio.position",
-                    message: "'\(name)' is not a channel position PipeWire knows (FL FR FC LFE SL SR RL RR … AUX0…AUX63); sink mode needs one"))
+                throw .configuration(
+                    NodeConfigurationError(
+                        key: "audio.position",
+                        message: "'\(name)' is not a channel position PipeWire knows (FL FR FC LFE SL SR RL RR … AUX0…AUX63); sink mode needs one"))
             }
             ids.append(id.rawValue)
         }
@@ -276,7 +290,8 @@ final class SinkTransport: NodeTransport {
             var inputFrames = Int.max
             for channel in 0..<realtime.inputCount {
                 guard channel < inputDataCount, let data = inputDatas[channel].data,
-                      let chunk = inputDatas[channel].chunk else {
+                    let chunk = inputDatas[channel].chunk
+                else {
                     realtime.inputBuffers[channel] = nil
                     continue
                 }
@@ -295,14 +310,16 @@ final class SinkTransport: NodeTransport {
         frameCount = min(frameCount, capacity)
 
         if let clock {
-            realtime.statistics.recordClock(position: clock.pointee.clock.position, duration: clock.pointee.clock.duration,
-                                            rate: UInt64(clock.pointee.clock.rate.denom))
+            realtime.statistics.recordClock(
+                position: clock.pointee.clock.position, duration: clock.pointee.clock.duration,
+                rate: UInt64(clock.pointee.clock.rate.denom))
         }
         if frameCount > 0 {
             let negotiatedRate = formatRate.load(ordering: .relaxed)
             let rate = negotiatedRate > 0 ? negotiatedRate : Int(clock?.pointee.clock.rate.denom ?? 0)
-            realtime.process(frameCount: frameCount, sampleRate: rate, deadline: clock?.pointee.clock.next_nsec ?? 0,
-                             startNanos: startNanos)
+            realtime.process(
+                frameCount: frameCount, sampleRate: rate, deadline: clock?.pointee.clock.next_nsec ?? 0,
+                startNanos: startNanos)
         }
         for channel in 0..<min(outputDataCount, realtime.outputCount) {
             guard let chunk = outputDatas[channel].chunk else { continue }

@@ -7,8 +7,10 @@ public enum StandaloneClient {
     /// Connects to PipeWire (`PIPEWIRE_REMOTE` / `XDG_RUNTIME_DIR`), runs the node until SIGINT or
     /// SIGTERM or until the server goes away, and tears everything down. `onRunning` gets a line
     /// saying the node is up.
-    public static func run(_ configuration: NodeConfiguration, sampleRate: Int = 48000,
-                           onRunning: (String) -> Void = { _ in }) throws(ConvolverNodeError) {
+    public static func run(
+        _ configuration: NodeConfiguration, sampleRate: Int = 48000,
+        onRunning: (String) -> Void = { _ in }
+    ) throws(ConvolverNodeError) {
         let mainLoop = try PipeWireMainLoop()
         try withExtendedLifetime(mainLoop) { () throws(ConvolverNodeError) in
             try run(configuration, sampleRate: sampleRate, on: mainLoop, onRunning: onRunning)
@@ -16,8 +18,10 @@ public enum StandaloneClient {
     }
 
     /// Everything on the loop lives only in here: it is gone before the main loop.
-    private static func run(_ configuration: NodeConfiguration, sampleRate: Int, on mainLoop: PipeWireMainLoop,
-                            onRunning: (String) -> Void) throws(ConvolverNodeError) {
+    private static func run(
+        _ configuration: NodeConfiguration, sampleRate: Int, on mainLoop: PipeWireMainLoop,
+        onRunning: (String) -> Void
+    ) throws(ConvolverNodeError) {
         let loop = mainLoop.loop
         // client-rt.conf, as pw-play and pw-jack use: it loads module-rt, which gives the data thread
         // and the helpers (through the context's thread utils) real-time scheduling; the default
@@ -38,8 +42,9 @@ public enum StandaloneClient {
 
         let node: ConvolverNode
         do {
-            node = try ConvolverNode(core: core, context: context, loop: loop, configuration: configuration,
-                                           sampleRate: sampleRate, expectedBlockSize: 256)
+            node = try ConvolverNode(
+                core: core, context: context, loop: loop, configuration: configuration,
+                sampleRate: sampleRate, expectedBlockSize: 256)
         } catch {
             coreListener.remove()
             pw_core_disconnect(core)

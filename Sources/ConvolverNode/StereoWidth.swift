@@ -7,8 +7,10 @@ public enum StereoWidth {
     /// In place over `frameCount` frames, from `width` gliding to `target` (one-pole, `coefficient`
     /// per frame; 1 = at once). Returns the width reached. Real-time safe.
     @inline(__always)
-    public static func apply(left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frameCount: Int,
-                             width: Float, target: Float, coefficient: Float) -> Float {
+    public static func apply(
+        left: UnsafeMutablePointer<Float>, right: UnsafeMutablePointer<Float>, frameCount: Int,
+        width: Float, target: Float, coefficient: Float
+    ) -> Float {
         var current = width
         for frame in 0..<frameCount {
             current += (target - current) * coefficient

@@ -63,8 +63,9 @@ extension LevelPlacement {
     ///   second took 1.24-1.28% against 1.50-1.58% for 1024x4 | 2048x14 | 16384x7 with 26, which
     ///   the planner had priced the same; a 2048-frame level inline instead of on a helper, 12 jobs
     ///   a second, 1.73% against 2.15%). Priced at the low end.
-    public static let node = LevelPlacement(dataThreadJobNanoseconds: 50_000, dataThreadJobFraction: 0.02,
-                                            minimumHelperSlackSeconds: 0.010, helperJobOverheadNanoseconds: 150_000)
+    public static let node = LevelPlacement(
+        dataThreadJobNanoseconds: 50_000, dataThreadJobFraction: 0.02,
+        minimumHelperSlackSeconds: 0.010, helperJobOverheadNanoseconds: 150_000)
 }
 
 /// `split` of `WorkgroupSchedulerConfiguration` (`bench --split`, the module's `workgroup.split`).
@@ -127,8 +128,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     private var waitLimit: UInt64 = .max
     private var nanosecondsPerSample = 1e9 / 48000
 
-    public init(configuration: WorkgroupSchedulerConfiguration = .init(),
-                threadFactory: any ThreadFactory = PthreadThreadFactory()) {
+    public init(
+        configuration: WorkgroupSchedulerConfiguration = .init(),
+        threadFactory: any ThreadFactory = PthreadThreadFactory()
+    ) {
         self.configuration = configuration
         self.threadFactory = threadFactory
     }
@@ -181,8 +184,9 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         splitConfiguration.realtimePriority = configuration.realtimePriority
         splitConfiguration.queueCapacity = 4  // a part is posted only when idle
         splitConfiguration.warn = configuration.warn
-        splitPool = try JobPool(queueCount: parts - 1, runner: splitRunner, configuration: splitConfiguration,
-                                factory: threadFactory)
+        splitPool = try JobPool(
+            queueCount: parts - 1, runner: splitRunner, configuration: splitConfiguration,
+            factory: threadFactory)
         reportedSplitPool = splitPool
         busySplitParts.store(0, ordering: .relaxed)
         return parts
@@ -201,8 +205,9 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         // Below the split helpers when there are any: a part due within this call preempts a level job.
         poolConfiguration.realtimePriority = configuration.realtimePriority.map { splitting ? max($0 - 1, 1) : $0 }
         poolConfiguration.warn = configuration.warn
-        pool = try JobPool(queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration,
-                           factory: threadFactory)
+        pool = try JobPool(
+            queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration,
+            factory: threadFactory)
         reportedPool = pool
     }
 
@@ -286,18 +291,20 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         }
         let jobEstimates = levels.map(\.estimatedJobNanoseconds)
         guard let pool = reportedPool else {
-            return WorkgroupSchedulerStatistics(threadCount: 0, realtime: false,
-                                                helpers: IntervalStatistics().snapshot(),
-                                                inlineLevelCount: dataThreadLevelCount, levels: [], split: split,
-                                                splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
+            return WorkgroupSchedulerStatistics(
+                threadCount: 0, realtime: false,
+                helpers: IntervalStatistics().snapshot(),
+                inlineLevelCount: dataThreadLevelCount, levels: [], split: split,
+                splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted,
             helpers: pool.workgroup.statistics.snapshot(),
             inlineLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
-                .init(blockSize: levels[queue + dataThreadLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
-                      lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
+                .init(
+                    blockSize: levels[queue + dataThreadLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
+                    lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
             }, split: split, splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
     }
 }
@@ -359,20 +366,24 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var lateSplits: Int { split?.lateSplits ?? 0 }
 
     public var description: String {
-        var lines = ["helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), "
-                     + "late levels \(lateLevels), \(helpers)"
-                     + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")
-                     + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")
-                     + (jobEstimatesNanos.contains { !$0.isNaN }
-                        ? ", job estimates " + jobEstimatesNanos.map { $0.isNaN ? "?" : "\(Int($0 / 1000))" }.joined(separator: "/") + " µs" : "")]
+        var lines = [
+            "helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), "
+                + "late levels \(lateLevels), \(helpers)"
+                + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")
+                + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")
+                + (jobEstimatesNanos.contains { !$0.isNaN }
+                    ? ", job estimates " + jobEstimatesNanos.map { $0.isNaN ? "?" : "\(Int($0 / 1000))" }.joined(separator: "/") + " µs" : "")
+        ]
         if let split {
-            lines.append("  split: \(split.partCount) parts (\(split.partCount - 1) helper(s), \(split.realtime ? "SCHED_FIFO" : "normal priority")), "
-                         + "late splits \(split.lateSplits), taken back before their helper started \(split.takenBackParts), "
-                         + "run on the data thread while their helper was busy \(split.busyParts), helper \(split.jobs)")
+            lines.append(
+                "  split: \(split.partCount) parts (\(split.partCount - 1) helper(s), \(split.realtime ? "SCHED_FIFO" : "normal priority")), "
+                    + "late splits \(split.lateSplits), taken back before their helper started \(split.takenBackParts), "
+                    + "run on the data thread while their helper was busy \(split.busyParts), helper \(split.jobs)")
         }
         for (index, level) in levels.enumerated() {
-            lines.append("  level \(inlineLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
-                         + "dropped \(level.droppedJobs), \(level.jobs)")
+            lines.append(
+                "  level \(inlineLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
+                    + "dropped \(level.droppedJobs), \(level.jobs)")
         }
         return lines.joined(separator: "\n")
     }

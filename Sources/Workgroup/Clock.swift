@@ -36,6 +36,7 @@ func realtimeTimespec(forMonotonic monotonicDeadline: UInt64) -> timespec {
     // Clamp to a day: `.max` means "wait for completion" and must not overflow time_t.
     let clamped = min(remaining, 86_400 * 1_000_000_000)
     let nanos = UInt64(realNow.tv_nsec) + clamped % 1_000_000_000
-    return timespec(tv_sec: realNow.tv_sec + Int(clamped / 1_000_000_000) + Int(nanos / 1_000_000_000),
-                    tv_nsec: Int(nanos % 1_000_000_000))
+    return timespec(
+        tv_sec: realNow.tv_sec + Int(clamped / 1_000_000_000) + Int(nanos / 1_000_000_000),
+        tv_nsec: Int(nanos % 1_000_000_000))
 }

@@ -100,7 +100,8 @@ public final class IntervalStatistics: @unchecked Sendable {
         for bucket in stride(from: Self.bucketCount - 1, through: 0, by: -1) {
             let count = lateBuckets[bucket].load(ordering: .relaxed)
             if count > 0 {
-                let upper = bucket + 1 < Self.bucketCount
+                let upper =
+                    bucket + 1 < Self.bucketCount
                     ? Self.lowerMagnitude(ofBucket: bucket + 1) : Self.lowerMagnitude(ofBucket: bucket) * 2
                 histogram.append((-Int64(upper) * 1000, count))
             }

@@ -62,8 +62,10 @@ public final class JobPool: @unchecked Sendable {
     private let factory: any ThreadFactory
     private var threads: [SpawnedThread] = []
 
-    public init(queueCount: Int, runner: any JobRunner, configuration: JobPoolConfiguration = .init(),
-                factory: any ThreadFactory = PthreadThreadFactory()) throws(ThreadError) {
+    public init(
+        queueCount: Int, runner: any JobRunner, configuration: JobPoolConfiguration = .init(),
+        factory: any ThreadFactory = PthreadThreadFactory()
+    ) throws(ThreadError) {
         precondition(queueCount >= 1 && configuration.queueCapacity >= 1)
         self.queueCount = queueCount
         self.runner = runner
@@ -104,9 +106,10 @@ public final class JobPool: @unchecked Sendable {
             }
             realtimeGranted = refusal == 0
             if refusal != 0 {
-                configuration.warn("real-time scheduling (SCHED_FIFO priority \(priority)) refused for "
-                    + "helper threads '\(configuration.namePrefix)-\(configuration.role)*': \(String(cString: strerror(refusal))); "
-                    + "they run at normal priority, late levels are more likely")
+                configuration.warn(
+                    "real-time scheduling (SCHED_FIFO priority \(priority)) refused for "
+                        + "helper threads '\(configuration.namePrefix)-\(configuration.role)*': \(String(cString: strerror(refusal))); "
+                        + "they run at normal priority, late levels are more likely")
             }
         }
     }
@@ -158,8 +161,9 @@ public final class JobPool: @unchecked Sendable {
         runner.runJob(queue: index, sequence: queue.sequences[slot])
         if inInterval { _ = try? workgroup.finishInterval() }
         let finished = monotonicNanos()
-        queue.statistics.record(marginNanos: Int64(bitPattern: deadline &- finished),
-                                busyNanos: Int64(bitPattern: finished &- began))
+        queue.statistics.record(
+            marginNanos: Int64(bitPattern: deadline &- finished),
+            busyNanos: Int64(bitPattern: finished &- began))
         queue.completed.store(completed + 1, ordering: .releasing)
         queue.done.post()
         return true

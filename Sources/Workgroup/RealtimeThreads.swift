@@ -71,12 +71,14 @@ public final class PthreadThreadFactory: ThreadFactory {
     public func createThread(name: String, body: @escaping @Sendable () -> Void) throws(ThreadError) -> SpawnedThread {
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
         var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { argument in
-            // SAFETY: `argument` is the retained ThreadBody passed below; released here, once.
-            let body = Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue()
-            body.run()
-            return nil
-        }, box)
+        let result = pthread_create(
+            &thread, nil,
+            { argument in
+                // SAFETY: `argument` is the retained ThreadBody passed below; released here, once.
+                let body = Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue()
+                body.run()
+                return nil
+            }, box)
         if result != 0 {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
             throw .createFailed(name: name, errno: result)

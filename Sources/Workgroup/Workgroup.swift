@@ -89,8 +89,8 @@ public final class Workgroup: @unchecked Sendable {
     /// released). Fails with `.wrongToken` unless `token` is this thread's membership of this workgroup.
     public func leave(_ token: WorkgroupJoinToken) throws(WorkgroupError) {
         guard let current = Membership.current, current.workgroup === self,
-              token.workgroupIdentifier == identifier,
-              token.membershipIdentifier == current.identifier
+            token.workgroupIdentifier == identifier,
+            token.membershipIdentifier == current.identifier
         else { throw .wrongToken(workgroup: name) }
         Membership.current = nil
         memberCount.wrappingSubtract(1, ordering: .sequentiallyConsistent)

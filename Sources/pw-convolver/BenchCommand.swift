@@ -10,42 +10,47 @@ enum BenchCommand: Command {
     static let name = "bench"
     static let summary = "benchmark the engine against a uniformly partitioned one"
     static let usage = """
-    Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S] [--evict-mb M]
-                              [--plan 256,2048,16384]
-                              [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N]
-                              [--split auto|on|off[,...]]
+        Usage: pw-convolver bench [--json] [--ir-seconds 1,3,10] [--blocks 64,256,1024] [--seconds S] [--evict-mb M]
+                                  [--plan 256,2048,16384]
+                                  [--threads auto|levels|N] [--channels N] [--inline-levels N] [--inline-job-us N]
+                                  [--split auto|on|off[,...]]
 
-    Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
-    and prints per case: CPU per second of audio (% of one core), p99 and worst time of one call (µs),
-    the partition plan, and the same figures for a uniformly partitioned engine at that block size.
-      --json            one JSON object per line and case
-      --ir-seconds L    IR lengths in seconds, comma-separated (default 1,3,10)
-      --blocks L        call sizes in frames, comma-separated (default 64,256,1024)
-      --seconds S       seconds of audio per case (default 10; the uniform engine runs at most 3)
-      --evict-mb M      before each call, sweep M MB of other memory (not counted): every call
-                        starts with cold caches, as in a live graph, where other processes run
-                        between two cycles (e.g. 64; default 0: back to back, caches warm)
-      --plan B,B,...    the level block sizes to use instead of the planner's choice (head first,
-                        each level as long as the planner's layout makes it), to price a layout
-      --threads T       run the levels on the workgroup's helper threads (auto = cores - 1, levels =
-                        one per level, or N), paced in real time like a driver from a SCHED_FIFO
-                        thread, beside the inline engine in the same run: worst/p99 data-thread
-                        time per call, CPU of all threads, late levels, helpers' deadline margin
-      --channels N      channels (one IR each) with --threads (default 2)
-      --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
-      --inline-job-us N with --threads: also run on the data thread the shortest levels whose
-                        job the engine estimates at most N µs (and 2% of the call period), and plan
-                        for it; 0: off (default: the node's, 50)
-      --split M         with --threads: split the data thread's own share (the head's per-output
-                        work) across split helpers within each call, fork-join: on, off (default)
-                        or auto (when its estimated cost exceeds half the call period); several
-                        modes, comma-separated, run one after the other against the same inline run
-    """
+        Convolves stereo noise with synthetic stereo IRs (decaying noise) at 48 kHz, one call per block,
+        and prints per case: CPU per second of audio (% of one core), p99 and worst time of one call (µs),
+        the partition plan, and the same figures for a uniformly partitioned engine at that block size.
+          --json            one JSON object per line and case
+          --ir-seconds L    IR lengths in seconds, comma-separated (default 1,3,10)
+          --blocks L        call sizes in frames, comma-separated (default 64,256,1024)
+          --seconds S       seconds of audio per case (default 10; the uniform engine runs at most 3)
+          --evict-mb M      before each call, sweep M MB of other memory (not counted): every call
+                            starts with cold caches, as in a live graph, where other processes run
+                            between two cycles (e.g. 64; default 0: back to back, caches warm)
+          --plan B,B,...    the level block sizes to use instead of the planner's choice (head first,
+                            each level as long as the planner's layout makes it), to price a layout
+          --threads T       run the levels on the workgroup's helper threads (auto = cores - 1, levels =
+                            one per level, or N), paced in real time like a driver from a SCHED_FIFO
+                            thread, beside the inline engine in the same run: worst/p99 data-thread
+                            time per call, CPU of all threads, late levels, helpers' deadline margin
+          --channels N      channels (one IR each) with --threads (default 2)
+          --inline-levels N run the N shortest levels on the data thread with --threads (default 0)
+          --inline-job-us N with --threads: also run on the data thread the shortest levels whose
+                            job the engine estimates at most N µs (and 2% of the call period), and plan
+                            for it; 0: off (default: the node's, 50)
+          --split M         with --threads: split the data thread's own share (the head's per-output
+                            work) across split helpers within each call, fork-join: on, off (default)
+                            or auto (when its estimated cost exceeds half the call period); several
+                            modes, comma-separated, run one after the other against the same inline run
+        """
 
     static let sampleRate = 48000.0
 
     static func run(_ arguments: [String]) throws {
-        var options = try OptionParser(arguments, flags: ["--json"], valued: ["--ir-seconds", "--blocks", "--seconds", "--evict-mb", "--plan", "--threads", "--channels", "--inline-levels", "--inline-job-us", "--split"])
+        var options = try OptionParser(
+            arguments, flags: ["--json"],
+            valued: [
+                "--ir-seconds", "--blocks", "--seconds", "--evict-mb", "--plan", "--threads", "--channels", "--inline-levels", "--inline-job-us",
+                "--split",
+            ])
         let json = options.flag("--json")
         let irSeconds = try options.doubles("--ir-seconds") ?? [1, 3, 10]
         let blocks = try options.integers("--blocks") ?? [64, 256, 1024]
@@ -53,7 +58,9 @@ enum BenchCommand: Command {
         let evictMegabytes = try options.integer("--evict-mb", in: 0...4096) ?? 0
         let planBlocks = try options.integers("--plan")
         let threads = try options.string("--threads").map { value in
-            guard let count = ThreadCount(argument: value) else { throw UsageError("--threads: '\(value)' is not 'auto', 'levels' or a positive integer") }
+            guard let count = ThreadCount(argument: value) else {
+                throw UsageError("--threads: '\(value)' is not 'auto', 'levels' or a positive integer")
+            }
             return count
         }
         let channels = try options.integer("--channels") ?? 2
@@ -72,11 +79,12 @@ enum BenchCommand: Command {
             if evictMegabytes > 0 || planBlocks != nil {
                 throw UsageError("--evict-mb and --plan: only without --threads (the inline engine)")
             }
-            return try RealtimePacer.runBench(irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
-                                              threads: threads, channels: channels, inlineLevelCount: inlineLevels,
-                                              inlineJobMicroseconds: inlineJobMicroseconds,
-                                              splitModes: splitModes, json: json,
-                                              matrix: syntheticStereoMatrix)
+            return try RealtimePacer.runBench(
+                irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
+                threads: threads, channels: channels, inlineLevelCount: inlineLevels,
+                inlineJobMicroseconds: inlineJobMicroseconds,
+                splitModes: splitModes, json: json,
+                matrix: syntheticStereoMatrix)
         }
 
         let eviction = evictMegabytes > 0 ? CacheEviction(megabytes: evictMegabytes) : nil
@@ -85,8 +93,10 @@ enum BenchCommand: Command {
             let matrix = syntheticStereoMatrix(seconds: length)
             let fixedPlan = try planBlocks.map { sizes in
                 guard let head = sizes.first,
-                      let levels = PartitionPlanner.layout(length: matrix.impulseLength, headBlock: head,
-                                                           tailSizes: Array(sizes.dropFirst())) else {
+                    let levels = PartitionPlanner.layout(
+                        length: matrix.impulseLength, headBlock: head,
+                        tailSizes: Array(sizes.dropFirst()))
+                else {
                     throw UsageError("--plan: \(sizes) leaves a level past the IR's end")
                 }
                 return PartitionPlan(levels: levels)
@@ -102,10 +112,13 @@ enum BenchCommand: Command {
                     print(partitioned.json(engine: "partitioned", irSeconds: length, block: block, plan: engine.plan))
                     print(uniform.json(engine: "uniform", irSeconds: length, block: block, plan: uniformEngine.plan))
                 } else {
-                    print(String(cFormat: "IR %4.1f s, block %5d: %6.2f%% of a core, call p99 %7.1f µs, max %8.1f µs | uniform %7.2f%%, p99 %8.1f µs, max %8.1f µs | %5.1fx cheaper",
-                                 length, block, partitioned.cpuPercent, partitioned.callP99Microseconds,
-                                 partitioned.callMaxMicroseconds, uniform.cpuPercent, uniform.callP99Microseconds,
-                                 uniform.callMaxMicroseconds, uniform.cpuPercent / partitioned.cpuPercent))
+                    print(
+                        String(
+                            cFormat:
+                                "IR %4.1f s, block %5d: %6.2f%% of a core, call p99 %7.1f µs, max %8.1f µs | uniform %7.2f%%, p99 %8.1f µs, max %8.1f µs | %5.1fx cheaper",
+                            length, block, partitioned.cpuPercent, partitioned.callP99Microseconds,
+                            partitioned.callMaxMicroseconds, uniform.cpuPercent, uniform.callP99Microseconds,
+                            uniform.callMaxMicroseconds, uniform.cpuPercent / partitioned.cpuPercent))
                     print("    plan: \(engine.plan)")
                 }
             }
@@ -119,8 +132,9 @@ enum BenchCommand: Command {
         func impulse() -> [Float] {
             (0..<length).map { n in Float.random(in: -1...1, using: &generator) * Float(pow(10, -3 * Double(n) / Double(length))) }
         }
-        return ConvolutionMatrix(inputCount: channels, outputCount: channels,
-                                 entries: (0..<channels).map { .init(input: $0, output: $0, impulse: impulse()) })
+        return ConvolutionMatrix(
+            inputCount: channels, outputCount: channels,
+            entries: (0..<channels).map { .init(input: $0, output: $0, impulse: impulse()) })
     }
 
     struct Measurement {
@@ -130,8 +144,9 @@ enum BenchCommand: Command {
 
         func json(engine: String, irSeconds: Double, block: Int, plan: PartitionPlan) -> String {
             #"{"engine":"\#(engine)","#
-                + String(cFormat: #""ir_seconds":%g,"block":%d,"threads":0,"cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":0,"#,
-                         irSeconds, block, cpuPercent, callMaxMicroseconds, callP99Microseconds)
+                + String(
+                    cFormat: #""ir_seconds":%g,"block":%d,"threads":0,"cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":0,"#,
+                    irSeconds, block, cpuPercent, callMaxMicroseconds, callP99Microseconds)
                 + #""plan":"\#(plan.description)"}"#
         }
     }
@@ -163,9 +178,10 @@ enum BenchCommand: Command {
         let cpu = Double(threadCPUNanoseconds() - cpuStart - evictionCPU)
         callTimes.sort()
         let audioNanoseconds = Double(calls * block) / sampleRate * 1e9
-        return Measurement(cpuPercent: 100 * cpu / audioNanoseconds,
-                           callP99Microseconds: Double(callTimes[min(calls - 1, calls * 99 / 100)]) / 1000,
-                           callMaxMicroseconds: Double(callTimes[calls - 1]) / 1000)
+        return Measurement(
+            cpuPercent: 100 * cpu / audioNanoseconds,
+            callP99Microseconds: Double(callTimes[min(calls - 1, calls * 99 / 100)]) / 1000,
+            callMaxMicroseconds: Double(callTimes[calls - 1]) / 1000)
     }
 
     static func threadCPUNanoseconds() -> UInt64 {

@@ -7,8 +7,10 @@ struct OptionParser {
     private var flags: Set<String> = []
     private(set) var positional: [String] = []
 
-    init(_ arguments: [String], flags knownFlags: Set<String>, valued knownValued: Set<String>,
-         repeatable: Set<String> = []) throws {
+    init(
+        _ arguments: [String], flags knownFlags: Set<String>, valued knownValued: Set<String>,
+        repeatable: Set<String> = []
+    ) throws {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -74,8 +76,10 @@ struct OptionParser {
     /// Nothing may be left over: stray words are mistakes.
     mutating func finish(positionalCount: Int = 0) throws {
         guard positional.count == positionalCount else {
-            throw UsageError(positional.count > positionalCount ? "unexpected argument '\(positional[positionalCount])'"
-                                                                : "missing argument(s)")
+            throw UsageError(
+                positional.count > positionalCount
+                    ? "unexpected argument '\(positional[positionalCount])'"
+                    : "missing argument(s)")
         }
     }
 }

@@ -45,9 +45,11 @@ struct PacedRunResult {
         return #"{"engine":"\#(engine)","#
             + String(cFormat: #""ir_seconds":%g,"channels":%d,"block":%d,"threads":%d,"#, irSeconds, channels, blockSize, threads)
             + #""split":\#(split),"#
-            + String(cFormat: #""split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"taken_back_split_parts":%d,"busy_split_parts":%d,"overruns":%d,"#,
-                     splitParts, processCPUPercent, dataThreadCPUPercent, callWorstMicroseconds, callP99Microseconds,
-                     lateLevels, lateSplits, takenBackSplitParts, busySplitParts, overruns)
+            + String(
+                cFormat:
+                    #""split_parts":%d,"cpu_percent":%.3f,"data_thread_cpu_percent":%.3f,"call_max_us":%.1f,"call_p99_us":%.1f,"late":%d,"late_splits":%d,"taken_back_split_parts":%d,"busy_split_parts":%d,"overruns":%d,"#,
+                splitParts, processCPUPercent, dataThreadCPUPercent, callWorstMicroseconds, callP99Microseconds,
+                lateLevels, lateSplits, takenBackSplitParts, busySplitParts, overruns)
             + #""helper_margin_p99_us":\#(margin)}"#
     }
 }
@@ -60,26 +62,32 @@ enum RealtimePacer {
     /// wait limit is the period end minus `safetyMarginFraction` of the period.
     /// `priority`: the pacing thread's SCHED_FIFO priority (PipeWire's data thread default, 88);
     /// helpers should sit below it (the scheduler's default is 87).
-    static func runPaced(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler?, blockSize: Int,
-                         seconds: Double, sampleRate: Double, priority: Int32 = 88,
-                         safetyMarginFraction: Double = 0.25) -> PacedRunResult {
+    static func runPaced(
+        engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler?, blockSize: Int,
+        seconds: Double, sampleRate: Double, priority: Int32 = 88,
+        safetyMarginFraction: Double = 0.25
+    ) -> PacedRunResult {
         let calls = max(1, Int(seconds * sampleRate) / blockSize)
         let periodNanos = UInt64(Double(blockSize) * 1e9 / sampleRate)
         let waitLimitOffset = periodNanos - UInt64(Double(periodNanos) * safetyMarginFraction)
 
-        let loop = PacedLoop(engine: engine, scheduler: scheduler, blockSize: blockSize, calls: calls,
-                             periodNanos: periodNanos, waitLimitOffset: waitLimitOffset, sampleRate: sampleRate)
+        let loop = PacedLoop(
+            engine: engine, scheduler: scheduler, blockSize: blockSize, calls: calls,
+            periodNanos: periodNanos, waitLimitOffset: waitLimitOffset, sampleRate: sampleRate)
         let factory = PthreadThreadFactory()
         let cpuBefore = processCPUNanoseconds()
         let started = Semaphore()
         var pacerRealtime = false
         do {
             // The thread waits for `started` so SCHED_FIFO is in place before the first call.
-            let thread = try factory.createThread(name: "pwconv-pacer") { started.wait(); loop.run() }
+            let thread = try factory.createThread(name: "pwconv-pacer") {
+                started.wait(); loop.run()
+            }
             pacerRealtime = factory.acquireRealtime(thread, priority: priority) == 0
             if !pacerRealtime {
-                fputs("pw-convolver bench: warning: SCHED_FIFO \(priority) refused for the pacing thread; "
-                      + "deadlines are not real\n", stderr)
+                fputs(
+                    "pw-convolver bench: warning: SCHED_FIFO \(priority) refused for the pacing thread; "
+                        + "deadlines are not real\n", stderr)
             }
             started.post()
             factory.joinThread(thread)
@@ -117,9 +125,11 @@ enum RealtimePacer {
 
     /// One case paced on a workgroup of `threads` helpers with the data thread's share split as
     /// `split` says.
-    static func runWorkgroup(matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
-                             seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
-                             inlineLevelCount: Int = 0) throws -> PacedRunResult {
+    static func runWorkgroup(
+        matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
+        seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
+        inlineLevelCount: Int = 0
+    ) throws -> PacedRunResult {
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
@@ -128,37 +138,47 @@ enum RealtimePacer {
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         defer { engine.stop() }
-        return runPaced(engine: engine, scheduler: scheduler, blockSize: blockSize, seconds: seconds,
-                        sampleRate: sampleRate)
+        return runPaced(
+            engine: engine, scheduler: scheduler, blockSize: blockSize, seconds: seconds,
+            sampleRate: sampleRate)
     }
 
     /// `bench --threads`: every case paced inline, then on the workgroup once per split mode, in
     /// one run; one result line (against the same inline run) and the scheduler's report each.
     /// `matrix(irSeconds, channels)` builds the case's IRs.
-    static func runBench(irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
-                         threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0, inlineJobMicroseconds: Int? = nil,
-                         splitModes: [SplitMode] = [.off], json: Bool = false,
-                         matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix) throws {
+    static func runBench(
+        irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
+        threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0, inlineJobMicroseconds: Int? = nil,
+        splitModes: [SplitMode] = [.off], json: Bool = false,
+        matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix
+    ) throws {
         for length in irSeconds {
             let caseMatrix = matrix(length, channels)
             for block in blocks {
                 // Planned and priced as the node plans (the inline engine gets the same plan).
                 var configuration = EngineConfiguration(expectedBlockSize: block, placement: .node, sampleRate: sampleRate)
                 if let inlineJobMicroseconds { configuration.placement?.dataThreadJobNanoseconds = Double(inlineJobMicroseconds) * 1000 }
-                let inline = runPaced(engine: try ConvolutionEngine(matrix: caseMatrix, configuration: configuration),
-                                      scheduler: nil, blockSize: block, seconds: seconds, sampleRate: sampleRate)
+                let inline = runPaced(
+                    engine: try ConvolutionEngine(matrix: caseMatrix, configuration: configuration),
+                    scheduler: nil, blockSize: block, seconds: seconds, sampleRate: sampleRate)
                 if json { print(inline.json(engine: "inline", irSeconds: length, channels: channels, threads: 0)) }
                 for split in splitModes {
-                    let workgroup = try runWorkgroup(matrix: caseMatrix, configuration: configuration, blockSize: block,
-                                                     seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
-                                                     inlineLevelCount: inlineLevelCount)
+                    let workgroup = try runWorkgroup(
+                        matrix: caseMatrix, configuration: configuration, blockSize: block,
+                        seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
+                        inlineLevelCount: inlineLevelCount)
                     if json {
-                        print(workgroup.json(engine: "workgroup", irSeconds: length, channels: channels,
-                                             threads: workgroup.helperThreads))
+                        print(
+                            workgroup.json(
+                                engine: "workgroup", irSeconds: length, channels: channels,
+                                threads: workgroup.helperThreads))
                         continue
                     }
-                    print(format((inline, workgroup), label: String(cFormat: "IR %4.1f s x%d, block %5d, split ", length, channels, block)
-                                                    + "\(split.rawValue) (\(workgroup.splitParts) part\(workgroup.splitParts == 1 ? "" : "s"))"))
+                    print(
+                        format(
+                            (inline, workgroup),
+                            label: String(cFormat: "IR %4.1f s x%d, block %5d, split ", length, channels, block)
+                                + "\(split.rawValue) (\(workgroup.splitParts) part\(workgroup.splitParts == 1 ? "" : "s"))"))
                     print("    " + workgroup.schedulerReport.replacing("\n", with: "\n    "))
                 }
             }
@@ -169,16 +189,19 @@ enum RealtimePacer {
     static func format(_ result: (inline: PacedRunResult, workgroup: PacedRunResult), label: String) -> String {
         let inline = result.inline, workgroup = result.workgroup
         func micros(_ value: Double?) -> String { value.map { String(cFormat: "%.0f µs", $0) } ?? "-" }
-        return label + String(cFormat: " paced: inline call max %8.1f µs p99 %7.1f µs cpu %5.2f%% overruns %d | "
-                              + "workgroup call max %7.1f µs p99 %6.1f µs cpu %5.2f%% (data thread %5.2f%%) overruns %d "
-                              + "late levels %d late splits %d helper margin p99 ",
-                              inline.callWorstMicroseconds, inline.callP99Microseconds, inline.processCPUPercent,
-                              inline.overruns, workgroup.callWorstMicroseconds, workgroup.callP99Microseconds,
-                              workgroup.processCPUPercent, workgroup.dataThreadCPUPercent, workgroup.overruns,
-                              workgroup.lateLevels, workgroup.lateSplits)
+        return label
+            + String(
+                cFormat: " paced: inline call max %8.1f µs p99 %7.1f µs cpu %5.2f%% overruns %d | "
+                    + "workgroup call max %7.1f µs p99 %6.1f µs cpu %5.2f%% (data thread %5.2f%%) overruns %d "
+                    + "late levels %d late splits %d helper margin p99 ",
+                inline.callWorstMicroseconds, inline.callP99Microseconds, inline.processCPUPercent,
+                inline.overruns, workgroup.callWorstMicroseconds, workgroup.callP99Microseconds,
+                workgroup.processCPUPercent, workgroup.dataThreadCPUPercent, workgroup.overruns,
+                workgroup.lateLevels, workgroup.lateSplits)
             + "\(micros(workgroup.helperMarginP99Microseconds)) min \(micros(workgroup.helperMarginMinMicroseconds)) | "
-            + String(cFormat: "max %.1fx lower, cpu %.2fx", inline.callWorstMicroseconds / workgroup.callWorstMicroseconds,
-                     workgroup.processCPUPercent / inline.processCPUPercent)
+            + String(
+                cFormat: "max %.1fx lower, cpu %.2fx", inline.callWorstMicroseconds / workgroup.callWorstMicroseconds,
+                workgroup.processCPUPercent / inline.processCPUPercent)
     }
 
     /// CPU time of every thread of this process (user + system), ns.
@@ -211,8 +234,10 @@ private final class PacedLoop: @unchecked Sendable {
     /// CPU time of the pacing thread over the loop, ns.
     var threadCPUNanos: UInt64 = 0
 
-    init(engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler?, blockSize: Int, calls: Int,
-         periodNanos: UInt64, waitLimitOffset: UInt64, sampleRate: Double) {
+    init(
+        engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler?, blockSize: Int, calls: Int,
+        periodNanos: UInt64, waitLimitOffset: UInt64, sampleRate: Double
+    ) {
         self.engine = engine
         self.scheduler = scheduler
         self.blockSize = blockSize

@@ -13,34 +13,37 @@ enum SVGPlot {
     static let decayFloorDB = -80.0
     static let magnitudePointCount = 300
 
-    static func document(title: String, impulseResponse: ImpulseResponse, analysis: DecayAnalysis,
-                         responses: [MagnitudeResponse]) -> String {
+    static func document(
+        title: String, impulseResponse: ImpulseResponse, analysis: DecayAnalysis,
+        responses: [MagnitudeResponse]
+    ) -> String {
         let width = 3 * panelWidth
         let height = titleHeight + Double(impulseResponse.channelCount) * panelHeight
         let peak = Double(impulseResponse.channels.flatMap { $0 }.map(abs).max() ?? 0)
         var svg = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">
-        <style>
-          text { font-family: sans-serif; font-size: 11px; fill: #222; }
-          .title { font-size: 16px; font-weight: bold; }
-          .panel-title { font-size: 13px; font-weight: bold; }
-          .frame { fill: none; stroke: #444; stroke-width: 1; }
-          .grid { stroke: #ddd; stroke-width: 0.5; }
-          .trace { fill: none; stroke: #1f5fa8; stroke-width: 1; }
-          .fit { fill: none; stroke: #c0392b; stroke-width: 1.5; stroke-dasharray: 6 3; }
-          .legend { fill: #c0392b; }
-        </style>
-        <rect width="100%" height="100%" fill="white"/>
-        <text class="title" x="12" y="26">\(escaped(title))</text>
+            <?xml version="1.0" encoding="UTF-8"?>
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(width)" height="\(height)" viewBox="0 0 \(width) \(height)">
+            <style>
+              text { font-family: sans-serif; font-size: 11px; fill: #222; }
+              .title { font-size: 16px; font-weight: bold; }
+              .panel-title { font-size: 13px; font-weight: bold; }
+              .frame { fill: none; stroke: #444; stroke-width: 1; }
+              .grid { stroke: #ddd; stroke-width: 0.5; }
+              .trace { fill: none; stroke: #1f5fa8; stroke-width: 1; }
+              .fit { fill: none; stroke: #c0392b; stroke-width: 1.5; stroke-dasharray: 6 3; }
+              .legend { fill: #c0392b; }
+            </style>
+            <rect width="100%" height="100%" fill="white"/>
+            <text class="title" x="12" y="26">\(escaped(title))</text>
 
-        """
+            """
         for (channel, samples) in impulseResponse.channels.enumerated() {
             let top = titleHeight + Double(channel) * panelHeight
             svg += waveform(samples, channel: channel, sampleRate: analysis.sampleRate, peak: peak, origin: (0, top))
             svg += magnitude(responses[channel], channel: channel, origin: (panelWidth, top))
-            svg += decay(analysis.channels[channel], channel: channel, sampleRate: analysis.sampleRate,
-                         origin: (2 * panelWidth, top))
+            svg += decay(
+                analysis.channels[channel], channel: channel, sampleRate: analysis.sampleRate,
+                origin: (2 * panelWidth, top))
         }
         return svg + "</svg>\n"
     }
@@ -48,8 +51,10 @@ enum SVGPlot {
     // MARK: The three plots
 
     /// Min and max of the samples under each horizontal pixel, so a long IR still shows its envelope.
-    static func waveform(_ samples: [Float], channel: Int, sampleRate: Double, peak: Double,
-                         origin: (Double, Double)) -> String {
+    static func waveform(
+        _ samples: [Float], channel: Int, sampleRate: Double, peak: Double,
+        origin: (Double, Double)
+    ) -> String {
         let duration = Double(samples.count) / sampleRate
         let limit = peak > 0 ? 1.1 * peak : 1  // headroom: the peak stays inside the frame
         let columns = Int(plotWidth)
@@ -66,13 +71,14 @@ enum SVGPlot {
             }
         } else {
             for column in 0..<columns {
-                let slice = samples[column * samples.count / columns ..< (column + 1) * samples.count / columns]
+                let slice = samples[column * samples.count / columns..<(column + 1) * samples.count / columns]
                 let time = Double(slice.startIndex) / sampleRate
                 points += [(time, Double(slice.max()!)), (time, Double(slice.min()!))]
             }
         }
-        return panel(kind: "waveform", channel: channel, title: "Channel \(channel): waveform", origin: origin, x: x, y: y,
-                     body: polyline(points, className: "trace", x: x, y: y))
+        return panel(
+            kind: "waveform", channel: channel, title: "Channel \(channel): waveform", origin: origin, x: x, y: y,
+            body: polyline(points, className: "trace", x: x, y: y))
     }
 
     /// 1/6-octave smoothed response from 20 Hz (or the first bin) to Nyquist, log frequency.
@@ -85,24 +91,30 @@ enum SVGPlot {
         let levels = frequencies.map { response.smoothedDB(at: $0, octaveFraction: 1.0 / 6) }
         let loudest = levels.filter(\.isFinite).max() ?? 0
         let top = 10 * ((loudest + 1) / 10).rounded(.up)
-        let x = Axis(low: low, high: nyquist, logarithmic: true, label: "frequency (Hz)",
-                     ticks: [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000]
-                        .filter { $0 >= low && $0 <= nyquist }
-                        .map { ($0, $0 >= 1000 ? "\(Int($0 / 1000))k" : "\(Int($0))") })
-        let y = Axis(low: top - 70, high: top, label: "level (dB)",
-                     ticks: stride(from: top - 70, through: top, by: 10).map { ($0, String(cFormat: "%.0f", $0)) })
-        return panel(kind: "magnitude", channel: channel, title: "Channel \(channel): magnitude response",
-                     origin: origin, x: x, y: y, body: polyline(Array(zip(frequencies, levels)), className: "trace", x: x, y: y))
+        let x = Axis(
+            low: low, high: nyquist, logarithmic: true, label: "frequency (Hz)",
+            ticks: [20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000]
+                .filter { $0 >= low && $0 <= nyquist }
+                .map { ($0, $0 >= 1000 ? "\(Int($0 / 1000))k" : "\(Int($0))") })
+        let y = Axis(
+            low: top - 70, high: top, label: "level (dB)",
+            ticks: stride(from: top - 70, through: top, by: 10).map { ($0, String(cFormat: "%.0f", $0)) })
+        return panel(
+            kind: "magnitude", channel: channel, title: "Channel \(channel): magnitude response",
+            origin: origin, x: x, y: y, body: polyline(Array(zip(frequencies, levels)), className: "trace", x: x, y: y))
     }
 
     /// The energy decay curve down to `decayFloorDB`, and the RT60 fit line over it.
-    static func decay(_ channel: ChannelDecayAnalysis, channel index: Int, sampleRate: Double,
-                      origin: (Double, Double)) -> String {
+    static func decay(
+        _ channel: ChannelDecayAnalysis, channel index: Int, sampleRate: Double,
+        origin: (Double, Double)
+    ) -> String {
         let curve = channel.energyDecayDB
         let duration = Double(curve.count) / sampleRate
         let x = Axis(low: 0, high: duration, label: "time (s)", ticks: linearTicks(0, duration))
-        let y = Axis(low: decayFloorDB, high: 0, label: "energy (dB)",
-                     ticks: stride(from: decayFloorDB, through: 0, by: 20).map { ($0, String(cFormat: "%.0f", $0)) })
+        let y = Axis(
+            low: decayFloorDB, high: 0, label: "energy (dB)",
+            ticks: stride(from: decayFloorDB, through: 0, by: 20).map { ($0, String(cFormat: "%.0f", $0)) })
         var points: [(Double, Double)] = []
         let step = max(1, curve.count / Int(plotWidth))
         for frame in stride(from: 0, to: curve.count, by: step) {
@@ -120,13 +132,16 @@ enum SVGPlot {
             // The line from 0 dB (or time 0) down to the floor (or the end of the time axis).
             let start = max(0, -fit.interceptDB / fit.slopeDBPerSecond)
             let end = min(duration, (decayFloorDB - fit.interceptDB) / fit.slopeDBPerSecond)
-            body += polyline([(start, fit.levelDB(atSeconds: start)), (end, fit.levelDB(atSeconds: end))],
-                             className: "fit", x: x, y: y)
-            body += #"<text class="legend" x="\#(plotWidth - 6)" y="16" text-anchor="end">"#
+            body += polyline(
+                [(start, fit.levelDB(atSeconds: start)), (end, fit.levelDB(atSeconds: end))],
+                className: "fit", x: x, y: y)
+            body +=
+                #"<text class="legend" x="\#(plotWidth - 6)" y="16" text-anchor="end">"#
                 + String(cFormat: "RT60 %.3f s", fit.decayTimeSeconds) + " (from \(name))</text>\n"
         }
-        return panel(kind: "decay", channel: index, title: "Channel \(index): energy decay", origin: origin,
-                     x: x, y: y, body: body)
+        return panel(
+            kind: "decay", channel: index, title: "Channel \(index): energy decay", origin: origin,
+            x: x, y: y, body: body)
     }
 
     // MARK: Axes and panels
@@ -147,9 +162,13 @@ enum SVGPlot {
         }
     }
 
-    static func panel(kind: String, channel: Int, title: String, origin: (Double, Double), x: Axis, y: Axis,
-                      body: String) -> String {
-        var svg = #"<g class="plot \#(kind)" id="channel-\#(channel)-\#(kind)" transform="translate(\#(origin.0 + plotLeft),\#(origin.1 + plotTop))">"# + "\n"
+    static func panel(
+        kind: String, channel: Int, title: String, origin: (Double, Double), x: Axis, y: Axis,
+        body: String
+    ) -> String {
+        var svg =
+            #"<g class="plot \#(kind)" id="channel-\#(channel)-\#(kind)" transform="translate(\#(origin.0 + plotLeft),\#(origin.1 + plotTop))">"#
+            + "\n"
         svg += #"<text class="panel-title" x="0" y="-10">\#(escaped(title))</text>"# + "\n"
         svg += #"<g class="axes">"# + "\n"
         for tick in x.ticks {

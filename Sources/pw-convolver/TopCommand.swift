@@ -9,28 +9,28 @@ enum TopCommand: Command {
     static let name = "top"
     static let summary = "per-node timing from PipeWire's profiler (like pw-top -b)"
     static let usage = """
-    Usage: pw-convolver top [--batch] [--seconds S] [--node NAME]
+        Usage: pw-convolver top [--batch] [--seconds S] [--node NAME]
 
-    Reads PipeWire's profiler (libpipewire-module-profiler must be loaded in the daemon) and prints,
-    every second, one line per node in the graph:
-      S         D driver, F follower, I idle (no cycle in this interval)
-      ID        the node's global id
-      QUANT     frames per cycle (the driver's quantum)    RATE  sample rate
-      CYCLES    cycles seen in the interval
-      WAIT-*    µs from the node being signalled to its thread waking up: average, p99, max
-      BUSY-*    µs from waking up to finishing its work: average, p99, max
-      B/Q       average busy time / cycle period
-      LATE      cycles the node did not finish, or finished after the cycle's period was over
-      NAME      node.name
+        Reads PipeWire's profiler (libpipewire-module-profiler must be loaded in the daemon) and prints,
+        every second, one line per node in the graph:
+          S         D driver, F follower, I idle (no cycle in this interval)
+          ID        the node's global id
+          QUANT     frames per cycle (the driver's quantum)    RATE  sample rate
+          CYCLES    cycles seen in the interval
+          WAIT-*    µs from the node being signalled to its thread waking up: average, p99, max
+          BUSY-*    µs from waking up to finishing its work: average, p99, max
+          B/Q       average busy time / cycle period
+          LATE      cycles the node did not finish, or finished after the cycle's period was over
+          NAME      node.name
 
-    Options:
-      --batch        plain lines every second instead of refreshing the terminal; after the last
-                     interval a block headed `TOTAL <seconds> s` gives the figures over the whole run
-      --seconds S    stop after S seconds (default: until Ctrl-C)
-      --node NAME    only the node with this node.name (or id); exit status 1 if it never appears
-    Connects to the daemon of $XDG_RUNTIME_DIR (or $PIPEWIRE_REMOTE); if the daemon goes away,
-    exits with status 1 and says so.
-    """
+        Options:
+          --batch        plain lines every second instead of refreshing the terminal; after the last
+                         interval a block headed `TOTAL <seconds> s` gives the figures over the whole run
+          --seconds S    stop after S seconds (default: until Ctrl-C)
+          --node NAME    only the node with this node.name (or id); exit status 1 if it never appears
+        Connects to the daemon of $XDG_RUNTIME_DIR (or $PIPEWIRE_REMOTE); if the daemon goes away,
+        exits with status 1 and says so.
+        """
 
     struct Options {
         var batch = false
@@ -91,7 +91,9 @@ enum TopCommand: Command {
             } else {
                 let lateTotal = selected(client.total.orderedNodes, options.node).reduce(0) { $0 + $1.lateCycles }
                 print("\u{1b}[H\u{1b}[2J", terminator: "")
-                print("pw-convolver top  \(String(cFormat: "%.0f", Double(monotonicNanos() - start) / 1e9)) s  late cycles since start: \(lateTotal)  (Ctrl-C quits)")
+                print(
+                    "pw-convolver top  \(String(cFormat: "%.0f", Double(monotonicNanos() - start) / 1e9)) s  late cycles since start: \(lateTotal)  (Ctrl-C quits)"
+                )
                 printTable(nodes)
             }
         }

@@ -21,14 +21,15 @@ struct UsageError: Error, CustomStringConvertible {
 let commands: [any Command.Type] = [RunCommand.self, RenderCommand.self, BenchCommand.self, TopCommand.self, InspectCommand.self]
 
 func printHelp() {
-    print("""
-    pw-convolver: zero-latency convolution for PipeWire (swift-convolver)
+    print(
+        """
+        pw-convolver: zero-latency convolution for PipeWire (swift-convolver)
 
-    Usage: pw-convolver [run] [--ir FILE|builtin:NAME] [options]   run the node (default command)
-           pw-convolver <command> [options]
+        Usage: pw-convolver [run] [--ir FILE|builtin:NAME] [options]   run the node (default command)
+               pw-convolver <command> [options]
 
-    Commands:
-    """)
+        Commands:
+        """)
     for command in commands { print("  \(command.name + String(repeating: " ", count: max(0, 8 - command.name.count))) \(command.summary)") }
     print("\n`pw-convolver <command> --help` documents each command's options.")
 }

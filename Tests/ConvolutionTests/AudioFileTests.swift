@@ -44,8 +44,9 @@ final class AudioFileTests: XCTestCase {
         let channels = [irTestNoise(count: 40_000, seed: 1), irTestNoise(count: 40_000, seed: 2).map { $0 * 3 }]
         try AudioFile.write(path: path, sampleRate: 44_100, channels: channels)
 
-        XCTAssertEqual(try AudioFile.info(path: path),
-                       AudioFile.Info(sampleRate: 44_100, channelCount: 2, frameCount: 40_000))
+        XCTAssertEqual(
+            try AudioFile.info(path: path),
+            AudioFile.Info(sampleRate: 44_100, channelCount: 2, frameCount: 40_000))
         let read = try AudioFile.read(path: path)
         XCTAssertEqual(read.sampleRate, 44_100)
         // Float WAV stores floats as they are, including values beyond ±1.
@@ -55,7 +56,7 @@ final class AudioFileTests: XCTestCase {
     func testPCMWavRoundTripIsWithinOneQuantizationStepAndClips() throws {
         let directory = try IRTestDirectory()
         var signal = irTestNoise(count: 1000, seed: 3).map { $0 * 0.9 }
-        signal[10] = 1.5    // out of range: clipped, not wrapped
+        signal[10] = 1.5  // out of range: clipped, not wrapped
         signal[11] = -1.5
         for (format, bits) in [(AudioFile.Format.pcm16Wav, 16), (.pcm24Wav, 24)] {
             let path = directory.path("pcm\(bits).wav")

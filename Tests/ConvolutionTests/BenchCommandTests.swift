@@ -10,8 +10,10 @@ final class BenchCommandTests: XCTestCase {
 
     func testPlanOptionPricesTheGivenLayoutWithEvictedCaches() throws {
         // 0.1 s at 48 kHz = 4800 samples: the head runs to 2 x 512, the 512 level to the IR's end.
-        let run = try bench(["--json", "--ir-seconds", "0.1", "--blocks", "64", "--seconds", "0.2",
-                             "--plan", "64,512", "--evict-mb", "8"])
+        let run = try bench([
+            "--json", "--ir-seconds", "0.1", "--blocks", "64", "--seconds", "0.2",
+            "--plan", "64,512", "--evict-mb", "8",
+        ])
         XCTAssertEqual(run.status, 0, run.errors)
         let partitioned = run.output.split(separator: "\n").first { $0.contains(#""engine":"partitioned""#) }
         XCTAssertNotNil(partitioned, run.output)

@@ -1,7 +1,7 @@
-import EngineTestSupport
 import AllocationCounter
-import Convolution
 import CSpectrumKernels
+import Convolution
+import EngineTestSupport
 import XCTest
 
 final class ConvolutionEngineTests: XCTestCase {
@@ -32,9 +32,11 @@ final class ConvolutionEngineTests: XCTestCase {
     }
 
     /// Checks every output against direct convolution of the matrix.
-    private func assertMatchesDirectConvolution(_ matrix: ConvolutionMatrix, _ engine: ConvolutionEngine,
-                                                inputs: [[Float]], callSizes: [Int],
-                                                file: StaticString = #filePath, line: UInt = #line) {
+    private func assertMatchesDirectConvolution(
+        _ matrix: ConvolutionMatrix, _ engine: ConvolutionEngine,
+        inputs: [[Float]], callSizes: [Int],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let outputs = run(engine, inputs, callSizes: callSizes)
         for output in 0..<matrix.outputCount {
             var expected = [Double](repeating: 0, count: inputs[0].count)
@@ -43,18 +45,20 @@ final class ConvolutionEngineTests: XCTestCase {
                 for n in expected.indices { expected[n] += part[n] }
             }
             let errorDB = Reference.relativeErrorDB(outputs[output], expected)
-            XCTAssertLessThanOrEqual(errorDB, -100, "output \(output), plan \(engine.plan), calls \(callSizes.prefix(8))",
-                                     file: file, line: line)
+            XCTAssertLessThanOrEqual(
+                errorDB, -100, "output \(output), plan \(engine.plan), calls \(callSizes.prefix(8))",
+                file: file, line: line)
         }
     }
-
 
     func testImpulseInGivesImpulseResponseOutWithZeroLatency() throws {
         var generator = SeededGenerator(seed: 1)
         let impulse = [Float].noise(5000, using: &generator)
-        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 1,
-                                                         entries: [.init(input: 0, output: 0, impulse: impulse)]),
-                                           configuration: manyLevelConfiguration(impulseLength: impulse.count))
+        let engine = try ConvolutionEngine(
+            matrix: .init(
+                inputCount: 1, outputCount: 1,
+                entries: [.init(input: 0, output: 0, impulse: impulse)]),
+            configuration: manyLevelConfiguration(impulseLength: impulse.count))
         var input = [Float](repeating: 0, count: 6000)
         input[0] = 1
         let output = run(engine, [input], callSizes: [1, 7, 64, 300])[0]
@@ -67,8 +71,10 @@ final class ConvolutionEngineTests: XCTestCase {
     func testSilenceInGivesSilenceOut() throws {
         var generator = SeededGenerator(seed: 2)
         let impulse = [Float].noise(20000, using: &generator)
-        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 1,
-                                                         entries: [.init(input: 0, output: 0, impulse: impulse)]))
+        let engine = try ConvolutionEngine(
+            matrix: .init(
+                inputCount: 1, outputCount: 1,
+                entries: [.init(input: 0, output: 0, impulse: impulse)]))
         let output = run(engine, [[Float](repeating: 0, count: 30000)], callSizes: [256])[0]
         XCTAssertEqual(output.map(abs).max(), 0)
     }
@@ -80,9 +86,11 @@ final class ConvolutionEngineTests: XCTestCase {
             let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
             let input = [Float].noise(length + 3000, using: &generator)
             let callSizes = (0..<50).map { _ in Int.random(in: 1...700, using: &generator) }
-            for configuration in [manyLevelConfiguration(impulseLength: length),
-                                  EngineConfiguration(expectedBlockSize: 64),
-                                  EngineConfiguration(expectedBlockSize: 1000)] {
+            for configuration in [
+                manyLevelConfiguration(impulseLength: length),
+                EngineConfiguration(expectedBlockSize: 64),
+                EngineConfiguration(expectedBlockSize: 1000),
+            ] {
                 let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
                 assertMatchesDirectConvolution(matrix, engine, inputs: [input], callSizes: callSizes)
             }
@@ -112,9 +120,11 @@ final class ConvolutionEngineTests: XCTestCase {
             (1, 2, [(0, 0), (0, 1)]), (2, 1, [(0, 0), (1, 0)]), (3, 5, [(0, 4), (2, 0), (1, 1), (2, 3)]),
         ]
         for (inputCount, outputCount, pairs) in shapes {
-            let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: pairs.map {
-                .init(input: $0.0, output: $0.1, impulse: .noise(Int.random(in: 1...9000, using: &generator), using: &generator))
-            })
+            let matrix = ConvolutionMatrix(
+                inputCount: inputCount, outputCount: outputCount,
+                entries: pairs.map {
+                    .init(input: $0.0, output: $0.1, impulse: .noise(Int.random(in: 1...9000, using: &generator), using: &generator))
+                })
             let inputs = (0..<inputCount).map { _ in [Float].noise(12000, using: &generator) }
             let callSizes = (0..<20).map { _ in Int.random(in: 1...1500, using: &generator) }
             let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: matrix.impulseLength))
@@ -130,8 +140,11 @@ final class ConvolutionEngineTests: XCTestCase {
     func testChannelsShareCoefficientsButNotState() throws {
         var generator = SeededGenerator(seed: 6)
         let impulse = [Float].noise(3000, using: &generator)
-        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: impulse), .init(input: 1, output: 1, impulse: impulse)])
+        let matrix = ConvolutionMatrix(
+            inputCount: 2, outputCount: 2,
+            entries: [
+                .init(input: 0, output: 0, impulse: impulse), .init(input: 1, output: 1, impulse: impulse),
+            ])
         let left = [Float].noise(8000, using: &generator)
         var right = [Float](repeating: 0, count: 8000)
         right[5000] = 1
@@ -146,8 +159,12 @@ final class ConvolutionEngineTests: XCTestCase {
 
     func testNilInputIsSilenceAndNilOutputIsSkipped() throws {
         let impulse: [Float] = [1, 0.5, 0.25]
-        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: impulse), .init(input: 0, output: 1, impulse: impulse)]))
+        let engine = try ConvolutionEngine(
+            matrix: .init(
+                inputCount: 1, outputCount: 2,
+                entries: [
+                    .init(input: 0, output: 0, impulse: impulse), .init(input: 0, output: 1, impulse: impulse),
+                ]))
         var output = [Float](repeating: .nan, count: 64)
         let inputs: [UnsafePointer<Float>?] = [nil]
         output.withUnsafeMutableBufferPointer { buffer in
@@ -160,9 +177,10 @@ final class ConvolutionEngineTests: XCTestCase {
     func testFastKernelsMatchScalarReference() {
         let bins = 16 * 37
         let expected = multiplyAddResult(bins: bins) { arrays in
-            SpectrumKernels.multiplyAddReference(accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
-                                                 xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
-                                                 hImaginary: arrays[5], binCount: bins)
+            SpectrumKernels.multiplyAddReference(
+                accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
+                xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
+                hImaginary: arrays[5], binCount: bins)
         }
         let kernels = [("multiplyAdd", SpectrumKernels.multiplyAdd), ("multiplyAddPortable", SpectrumKernels.multiplyAddPortable)]
         for (name, kernel) in kernels {
@@ -180,9 +198,10 @@ final class ConvolutionEngineTests: XCTestCase {
         try XCTSkipUnless(SpectrumKernels.usesAVX, "this CPU has no AVX: the engine runs the portable kernel only")
         let bins = 16 * 37
         let portable = multiplyAddResult(bins: bins) { arrays in
-            SpectrumKernels.multiplyAddPortable(accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
-                                                xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
-                                                hImaginary: arrays[5], binCount: bins)
+            SpectrumKernels.multiplyAddPortable(
+                accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
+                xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
+                hImaginary: arrays[5], binCount: bins)
         }
         let avx = multiplyAddResult(bins: bins) { arrays in
             cspectrum_multiply_add_avx(arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5], bins)
@@ -209,9 +228,12 @@ final class ConvolutionEngineTests: XCTestCase {
 
     func testProcessAllocatesNothingAfterWarmUp() throws {
         var generator = SeededGenerator(seed: 8)
-        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: .noise(50000, using: &generator)),
-            .init(input: 1, output: 1, impulse: .noise(50000, using: &generator))])
+        let matrix = ConvolutionMatrix(
+            inputCount: 2, outputCount: 2,
+            entries: [
+                .init(input: 0, output: 0, impulse: .noise(50000, using: &generator)),
+                .init(input: 1, output: 1, impulse: .noise(50000, using: &generator)),
+            ])
         // Jobs run whole at their post, and spread over the calls by the engine.
         for scheduler in [InlineScheduler(), InlineScheduler(dataThreadLevelCount: 3)] {
             let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: 64), scheduler: scheduler)
@@ -246,18 +268,21 @@ final class ConvolutionEngineTests: XCTestCase {
         let singleSegmentPlan = PartitionPlan(levels: [
             .init(blockSize: 64, segmentCount: 4, offset: 0), .init(blockSize: 128, segmentCount: 1, offset: 256),
             .init(blockSize: 128, segmentCount: 1, offset: 384), .init(blockSize: 256, segmentCount: 1, offset: 512),
-            .init(blockSize: 256, segmentCount: 3, offset: 768), .init(blockSize: 512, segmentCount: 6, offset: 1536)])
+            .init(blockSize: 256, segmentCount: 3, offset: 768), .init(blockSize: 512, segmentCount: 6, offset: 1536),
+        ])
         for trial in 0..<6 {
             let inputCount = Int.random(in: 1...2, using: &generator)
             let outputCount = Int.random(in: 1...3, using: &generator)
-            let matrix = randomMatrix(inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
-                                      impulseLengths: 300...4608, using: &generator)
+            let matrix = randomMatrix(
+                inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
+                impulseLengths: 300...4608, using: &generator)
             let length = matrix.entries.map(\.impulse.count).max()!
-            let configuration = switch trial % 3 {
-            case 0: manyLevelConfiguration(impulseLength: length)
-            case 1: EngineConfiguration(fixedPlan: singleSegmentPlan)
-            default: EngineConfiguration(expectedBlockSize: 64, maxPartitionSize: 1024)
-            }
+            let configuration =
+                switch trial % 3 {
+                case 0: manyLevelConfiguration(impulseLength: length)
+                case 1: EngineConfiguration(fixedPlan: singleSegmentPlan)
+                default: EngineConfiguration(expectedBlockSize: 64, maxPartitionSize: 1024)
+                }
             let inputs = (0..<inputCount).map { _ in [Float].noise(length + 5000, using: &generator) }
             let callSizes = (0..<12).map { _ in callSizeChoices.randomElement(using: &generator)! }
             let expected = run(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: callSizes)
@@ -265,17 +290,22 @@ final class ConvolutionEngineTests: XCTestCase {
             // The fixed plans have several tail levels; the planner's (machine-dependent) at least one.
             XCTAssertGreaterThan(tailCount, trial % 3 == 2 ? 0 : 1, "trial \(trial): the plan has too few tail levels to test")
             for spread in 1...tailCount {
-                let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration,
-                                                   scheduler: InlineScheduler(dataThreadLevelCount: spread))
+                let engine = try ConvolutionEngine(
+                    matrix: matrix, configuration: configuration,
+                    scheduler: InlineScheduler(dataThreadLevelCount: spread))
                 let actual = run(engine, inputs, callSizes: callSizes)
                 for output in 0..<outputCount {
-                    XCTAssertNil(firstBitDifference(actual[output], expected[output]),
-                                 "trial \(trial), \(spread) spread, output \(output), plan \(engine.plan), calls \(callSizes)")
+                    XCTAssertNil(
+                        firstBitDifference(actual[output], expected[output]),
+                        "trial \(trial), \(spread) spread, output \(output), plan \(engine.plan), calls \(callSizes)")
                 }
             }
-            assertMatchesDirectConvolution(matrix, try ConvolutionEngine(matrix: matrix, configuration: configuration,
-                                                                         scheduler: InlineScheduler(dataThreadLevelCount: tailCount)),
-                                           inputs: inputs, callSizes: callSizes)
+            assertMatchesDirectConvolution(
+                matrix,
+                try ConvolutionEngine(
+                    matrix: matrix, configuration: configuration,
+                    scheduler: InlineScheduler(dataThreadLevelCount: tailCount)),
+                inputs: inputs, callSizes: callSizes)
         }
     }
 
@@ -289,10 +319,13 @@ final class ConvolutionEngineTests: XCTestCase {
         for trial in 0..<5 {
             let inputCount = Int.random(in: 1...3, using: &generator)
             let outputCount = Int.random(in: 2...5, using: &generator)
-            let matrix = randomMatrix(inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
-                                      impulseLengths: 100...9000, using: &generator)
+            let matrix = randomMatrix(
+                inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
+                impulseLengths: 100...9000, using: &generator)
             let length = matrix.entries.map(\.impulse.count).max()!
-            let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: length)
+            let configuration =
+                trial % 2 == 0
+                ? manyLevelConfiguration(impulseLength: length)
                 : EngineConfiguration(expectedBlockSize: 128, maxPartitionSize: 2048)
             let inputs = (0..<inputCount).map { _ in [Float].noise(length + 3000, using: &generator) }
             let callSizes = (0..<12).map { _ in callSizeChoices.randomElement(using: &generator)! }
@@ -306,13 +339,17 @@ final class ConvolutionEngineTests: XCTestCase {
                 XCTAssertGreaterThan(scheduler.partsRun, 0)
                 XCTAssertGreaterThan(scheduler.partsRefused, 0)
                 for output in 0..<outputCount {
-                    XCTAssertNil(firstBitDifference(actual[output], expected[output]),
-                                 "trial \(trial), \(parts) parts, output \(output), plan \(engine.plan), calls \(callSizes)")
+                    XCTAssertNil(
+                        firstBitDifference(actual[output], expected[output]),
+                        "trial \(trial), \(parts) parts, output \(output), plan \(engine.plan), calls \(callSizes)")
                 }
             }
-            assertMatchesDirectConvolution(matrix, try ConvolutionEngine(matrix: matrix, configuration: configuration,
-                                                                         scheduler: SerialSplitScheduler(partCount: outputCount)),
-                                           inputs: inputs, callSizes: callSizes)
+            assertMatchesDirectConvolution(
+                matrix,
+                try ConvolutionEngine(
+                    matrix: matrix, configuration: configuration,
+                    scheduler: SerialSplitScheduler(partCount: outputCount)),
+                inputs: inputs, callSizes: callSizes)
         }
     }
 }

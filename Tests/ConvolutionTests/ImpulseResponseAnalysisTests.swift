@@ -1,12 +1,14 @@
-import EngineTestSupport
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
 /// Noise under an exponential envelope that falls 60 dB in `rt60` seconds, after `preDelay`
 /// seconds of silence: a decay whose RT60, EDT, T20 and T30 are all `rt60` by construction.
-func exponentialDecay(rt60: Double, seconds: Double, preDelay: Double = 0, sampleRate: Double = 48000,
-                      seed: UInt64) -> [Float] {
+func exponentialDecay(
+    rt60: Double, seconds: Double, preDelay: Double = 0, sampleRate: Double = 48000,
+    seed: UInt64
+) -> [Float] {
     var generator = SeededGenerator(seed: seed)
     let silence = Int(preDelay * sampleRate)
     let decayPerSecond = 3 * log(10.0) / rt60  // amplitude: 60 dB of energy = a factor 1000

@@ -13,7 +13,8 @@ func irSchroederRT60(_ impulse: [Float], sampleRate: Double) -> Double {
     }
     let decayDB = decay.map { 10 * log10($0 / sum) }
     guard let start = decayDB.firstIndex(where: { $0 <= -5 }),
-          let end = decayDB.firstIndex(where: { $0 <= -35 }), end > start + 1 else { return .nan }
+        let end = decayDB.firstIndex(where: { $0 <= -35 }), end > start + 1
+    else { return .nan }
     let times = (start..<end).map { Double($0) / sampleRate }
     let levels = Array(decayDB[start..<end])
     let meanTime = times.reduce(0, +) / Double(times.count)
@@ -84,8 +85,9 @@ final class ImpulseResponseBuiltinTests: XCTestCase {
         XCTAssertEqual(ImpulseResponse.closestInRate(files[0], files, to: 48_000), files[1])
         XCTAssertEqual(ImpulseResponse.closestInRate(files[0], files, to: 44_100), files[0])
         XCTAssertEqual(ImpulseResponse.closestInRate(files[0], files, to: 192_000), files[2])
-        XCTAssertEqual(ImpulseResponse.closestInRate(files[0], [directory.path("missing.wav"), files[2]], to: 48_000), files[2],
-                       "files that cannot be read are passed over")
+        XCTAssertEqual(
+            ImpulseResponse.closestInRate(files[0], [directory.path("missing.wav"), files[2]], to: 48_000), files[2],
+            "files that cannot be read are passed over")
         XCTAssertEqual(ImpulseResponse.closestInRate(files[0], [], to: 48_000), files[0])
     }
 
@@ -111,8 +113,9 @@ final class ImpulseResponseBuiltinTests: XCTestCase {
             XCTAssertNotEqual(first.channels[0], first.channels[1])
         }
         // One rate is not the other one stretched: the 44.1 kHz hall has its own frame count.
-        XCTAssertNotEqual(try ImpulseResponse.load("builtin:hall", sampleRate: 44_100).frameCount,
-                          try ImpulseResponse.load("builtin:hall", sampleRate: 48_000).frameCount)
+        XCTAssertNotEqual(
+            try ImpulseResponse.load("builtin:hall", sampleRate: 44_100).frameCount,
+            try ImpulseResponse.load("builtin:hall", sampleRate: 48_000).frameCount)
     }
 
     func testHallLevelPeakBelowOneAndUnitEnergy() throws {
@@ -188,8 +191,9 @@ final class ImpulseResponseBuiltinTests: XCTestCase {
         let right = try ImpulseResponse.load("builtin:hall", sampleRate: 48_000, options: .init(channel: 1, trimThresholdDB: nil))
         XCTAssertEqual(right.channels, [hall.channels[1]])
         XCTAssertEqual(hall.frameCount, 144_000)
-        let cut = try ImpulseResponse.load("builtin:hall", sampleRate: 48_000,
-                                           options: .init(offset: .seconds(0.5), length: .seconds(1)))
+        let cut = try ImpulseResponse.load(
+            "builtin:hall", sampleRate: 48_000,
+            options: .init(offset: .seconds(0.5), length: .seconds(1)))
         XCTAssertEqual(cut.channels, hall.channels.map { Array($0[24_000..<72_000]) })
     }
 }

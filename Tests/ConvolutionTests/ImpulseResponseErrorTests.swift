@@ -11,8 +11,10 @@ final class ImpulseResponseErrorTests: XCTestCase {
     override func setUpWithError() throws { directory = try IRTestDirectory() }
     override func tearDown() { directory = nil }
 
-    private func loadError(_ spec: String, sampleRate: Double = 48_000, options: ImpulseResponseOptions = .init(),
-                           file: StaticString = #filePath, line: UInt = #line) -> ImpulseResponseError? {
+    private func loadError(
+        _ spec: String, sampleRate: Double = 48_000, options: ImpulseResponseOptions = .init(),
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> ImpulseResponseError? {
         do {
             let ir = try ImpulseResponse.load(spec, sampleRate: sampleRate, options: options)
             XCTFail("loaded \(ir.channelCount)×\(ir.frameCount) frames, expected an error", file: file, line: line)
@@ -22,16 +24,20 @@ final class ImpulseResponseErrorTests: XCTestCase {
         }
     }
 
-    private func assertMessage(_ error: ImpulseResponseError?, contains parts: [String],
-                               file: StaticString = #filePath, line: UInt = #line) {
+    private func assertMessage(
+        _ error: ImpulseResponseError?, contains parts: [String],
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         let message = error.map { "\($0)" } ?? "(no error)"
         for part in parts {
             XCTAssertTrue(message.contains(part), "'\(message)' should contain '\(part)'", file: file, line: line)
         }
     }
 
-    private func writeWav(_ name: String, _ channels: [[Float]], rate: Double = 48_000,
-                          format: AudioFile.Format = .float32Wav) throws -> String {
+    private func writeWav(
+        _ name: String, _ channels: [[Float]], rate: Double = 48_000,
+        format: AudioFile.Format = .float32Wav
+    ) throws -> String {
         let path = directory.path(name)
         try AudioFile.write(path: path, sampleRate: rate, channels: channels, format: format)
         return path
@@ -123,8 +129,9 @@ final class ImpulseResponseErrorTests: XCTestCase {
             XCTAssertEqual(error, .nonFiniteSample(source: path, channel: 1, frame: 7, value: word))
             assertMessage(error, contains: [path, word, "channel 1", "frame 7"])
             // Frames count in the file even after an offset, and only the used channel is checked.
-            XCTAssertEqual(loadError(path, options: .init(channel: 1, offset: .samples(5))),
-                           .nonFiniteSample(source: path, channel: 1, frame: 7, value: word))
+            XCTAssertEqual(
+                loadError(path, options: .init(channel: 1, offset: .samples(5))),
+                .nonFiniteSample(source: path, channel: 1, frame: 7, value: word))
             XCTAssertEqual(try ImpulseResponse.load(path, sampleRate: 48_000, options: .init(channel: 0)).channelCount, 1)
         }
     }
@@ -136,8 +143,9 @@ final class ImpulseResponseErrorTests: XCTestCase {
         assertMessage(error, contains: [stereo, "no channel 2", "2 channels", "0...1"])
         let mono = try writeWav("mono.wav", [[1]])
         assertMessage(loadError(mono, options: .init(channel: 1)), contains: [mono, "1 channel", "only channel 0"])
-        XCTAssertEqual(loadError("builtin:hall", options: .init(channel: 5)),
-                       .channelOutOfRange(source: "builtin:hall", channel: 5, channelCount: 2))
+        XCTAssertEqual(
+            loadError("builtin:hall", options: .init(channel: 5)),
+            .channelOutOfRange(source: "builtin:hall", channel: 5, channelCount: 2))
     }
 
     func testTooLongSaysSecondsLimitAndMemory() throws {
@@ -159,8 +167,9 @@ final class ImpulseResponseErrorTests: XCTestCase {
         let padded = try writeWav("padded.wav", [irTestNoise(count: 48_000, seed: 1) + [Float](repeating: 0, count: 48_000)])
         XCTAssertEqual(try ImpulseResponse.load(padded, sampleRate: 48_000, options: .init(maxSeconds: 1.5)).frameCount, 48_000)
         // The delay counts.
-        XCTAssertEqual(loadError(padded, options: .init(delay: .seconds(1), maxSeconds: 1.5)),
-                       .tooLong(source: padded, seconds: 2, limitSeconds: 1.5, bytes: 384_000))
+        XCTAssertEqual(
+            loadError(padded, options: .init(delay: .seconds(1), maxSeconds: 1.5)),
+            .tooLong(source: padded, seconds: 2, limitSeconds: 1.5, bytes: 384_000))
         // Absurd amounts fail the limit instead of overflowing.
         for delay in [TimeAmount.seconds(1e300), .samples(Int.max)] {
             guard case .tooLong(padded, _, 1.5, _)? = loadError(padded, options: .init(delay: delay, maxSeconds: 1.5)) else {
@@ -169,9 +178,11 @@ final class ImpulseResponseErrorTests: XCTestCase {
         }
         XCTAssertEqual(try ImpulseResponse.load(padded, sampleRate: 48_000, options: .init(length: .seconds(1e300))).frameCount, 48_000)
         // The default limit is 60 s.
-        XCTAssertEqual(loadError("builtin:dirac", options: .init(delay: .seconds(61))),
-                       .tooLong(source: "builtin:dirac", seconds: Double(61 * 48_000 + 1) / 48_000, limitSeconds: 60,
-                                bytes: (61 * 48_000 + 1) * 4))
+        XCTAssertEqual(
+            loadError("builtin:dirac", options: .init(delay: .seconds(61))),
+            .tooLong(
+                source: "builtin:dirac", seconds: Double(61 * 48_000 + 1) / 48_000, limitSeconds: 60,
+                bytes: (61 * 48_000 + 1) * 4))
     }
 
     func testUnknownBuiltinListsTheKnownOnes() {

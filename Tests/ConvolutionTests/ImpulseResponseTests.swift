@@ -47,14 +47,17 @@ final class ImpulseResponseOptionTests: XCTestCase {
 
     func testOffsetAndLengthInSamplesAndSeconds() throws {
         XCTAssertEqual(try load(.init(channel: 0, offset: .samples(100))).channels, [Array(ramp[100...])])
-        XCTAssertEqual(try load(.init(channel: 0, offset: .samples(100), length: .samples(50))).channels,
-                       [Array(ramp[100..<150])])
+        XCTAssertEqual(
+            try load(.init(channel: 0, offset: .samples(100), length: .samples(50))).channels,
+            [Array(ramp[100..<150])])
         // 2.5 ms at 48 kHz = 120 frames; 1 ms = 48 frames.
-        XCTAssertEqual(try load(.init(channel: 0, offset: .seconds(0.0025), length: .seconds(0.001))).channels,
-                       [Array(ramp[120..<168])])
+        XCTAssertEqual(
+            try load(.init(channel: 0, offset: .seconds(0.0025), length: .seconds(0.001))).channels,
+            [Array(ramp[120..<168])])
         // A length past the end stops at the end.
-        XCTAssertEqual(try load(.init(channel: 0, offset: .samples(990), length: .samples(500))).channels,
-                       [Array(ramp[990...])])
+        XCTAssertEqual(
+            try load(.init(channel: 0, offset: .samples(990), length: .samples(500))).channels,
+            [Array(ramp[990...])])
     }
 
     func testDelayPrependsSilenceAtTheTargetRate() throws {
@@ -100,11 +103,11 @@ final class ImpulseResponseOptionTests: XCTestCase {
         func frames(_ threshold: Float?) throws -> Int {
             try ImpulseResponse.load(path, sampleRate: 48_000, options: .init(trimThresholdDB: threshold)).frameCount
         }
-        XCTAssertEqual(try frames(-120), 11)   // the default: the -130 dB sample and the zeros go
+        XCTAssertEqual(try frames(-120), 11)  // the default: the -130 dB sample and the zeros go
         XCTAssertEqual(try frames(-140), 21)
         XCTAssertEqual(try frames(-90), 1)
         XCTAssertEqual(try frames(nil), 2000)
-        XCTAssertEqual(try frames(0), 1)       // the peak itself stays
+        XCTAssertEqual(try frames(0), 1)  // the peak itself stays
     }
 
     func testTrimTakesAllChannelsIntoAccount() throws {
@@ -227,9 +230,10 @@ final class ImpulseResponseResamplingTests: XCTestCase {
             residualEnergy += (output[n] - expected) * (output[n] - expected)
             signalEnergy += expected * expected
         }
-        return Measurement(levelDB: 20 * log10(level / amplitude), delayFrames: delay, frequency: measuredFrequency,
-                           residualDB: 10 * log10(residualEnergy / signalEnergy), expectedDelay: expectedDelay,
-                           addedDelayFrames: ir.addedDelayFrames)
+        return Measurement(
+            levelDB: 20 * log10(level / amplitude), delayFrames: delay, frequency: measuredFrequency,
+            residualDB: 10 * log10(residualEnergy / signalEnergy), expectedDelay: expectedDelay,
+            addedDelayFrames: ir.addedDelayFrames)
     }
 
     func testSineThroughResampledDiracKeepsFrequencyLevelAndTiming() throws {
@@ -292,8 +296,10 @@ final class ImpulseResponseEngineTests: XCTestCase {
         let path = directory.path("dirac44k.wav")
         try AudioFile.write(path: path, sampleRate: 44_100, channels: [samples])
         let ir = try ImpulseResponse.load(path, sampleRate: 48_000, options: .init(preRinging: .keep))
-        let engine = try ConvolutionEngine(matrix: ConvolutionMatrix(inputCount: 1, outputCount: 1,
-                                                                     entries: [.init(input: 0, output: 0, impulse: ir.channels[0])]))
+        let engine = try ConvolutionEngine(
+            matrix: ConvolutionMatrix(
+                inputCount: 1, outputCount: 1,
+                entries: [.init(input: 0, output: 0, impulse: ir.channels[0])]))
         defer { engine.stop() }
         let omega = 2 * Double.pi * 1000 / 48_000
         let signal = (0..<9600).map { Float(0.5 * sin(omega * Double($0))) }
@@ -313,9 +319,11 @@ final class ImpulseResponseEngineTests: XCTestCase {
     /// stereo engine equals direct convolution.
     func testBuiltinHallThroughTheEngine() throws {
         let hall = try ImpulseResponse.load("builtin:hall", sampleRate: 48_000, options: .init(length: .seconds(0.1)))
-        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: hall.channels[0]), .init(input: 1, output: 1, impulse: hall.channels[1]),
-        ])
+        let matrix = ConvolutionMatrix(
+            inputCount: 2, outputCount: 2,
+            entries: [
+                .init(input: 0, output: 0, impulse: hall.channels[0]), .init(input: 1, output: 1, impulse: hall.channels[1]),
+            ])
         let engine = try ConvolutionEngine(matrix: matrix)
         defer { engine.stop() }
         let inputs = [irTestNoise(count: 2400, seed: 11), irTestNoise(count: 2400, seed: 12)]

@@ -1,9 +1,10 @@
 import Convolution
 import Foundation
+import XCTest
+
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
-import XCTest
 
 /// `pw-convolver inspect` end to end: the built executable on IR files with known decays and on
 /// builtin:hall; the printed figures and the SVG (parsed as XML).
@@ -21,7 +22,8 @@ final class InspectCommandTests: XCTestCase {
         return lines[(header + 1)...].prefix { !$0.isEmpty && $0.first == " " }.compactMap { line in
             let fields = line.split(separator: " ").map(String.init)
             guard fields.count == 8, let peak = Double(fields[1]), let preDelay = Double(fields[2]),
-                  let rt60 = Double(fields[6]) else { return nil }
+                let rt60 = Double(fields[6])
+            else { return nil }
             return ChannelRow(peakDBFS: peak, preDelayMilliseconds: preDelay, rt60: rt60, rt60Source: fields[7])
         }
     }
@@ -42,8 +44,10 @@ final class InspectCommandTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: directory) }
         let rate = 44100.0
         // Channel 0: RT60 0.8 s from time 0; channel 1: RT60 1.6 s after 30 ms of silence.
-        let channels = [exponentialDecay(rt60: 0.8, seconds: 2.1, sampleRate: rate, seed: 31).map { $0 * 0.5 },
-                        exponentialDecay(rt60: 1.6, seconds: 2.07, preDelay: 0.030, sampleRate: rate, seed: 32).map { $0 * 0.25 }]
+        let channels = [
+            exponentialDecay(rt60: 0.8, seconds: 2.1, sampleRate: rate, seed: 31).map { $0 * 0.5 },
+            exponentialDecay(rt60: 1.6, seconds: 2.07, preDelay: 0.030, sampleRate: rate, seed: 32).map { $0 * 0.25 },
+        ]
         let irPath = directory.appendingPathComponent("ir.wav").path
         let svgPath = directory.appendingPathComponent("ir.svg").path
         try AudioFile.write(path: irPath, sampleRate: rate, channels: channels, format: .float32Wav)
@@ -52,8 +56,11 @@ final class InspectCommandTests: XCTestCase {
         XCTAssertEqual(run.status, 0, run.errors)
         XCTAssertEqual(value(after: "Channels:", in: run.output), "2", run.output)
         XCTAssertEqual(value(after: "Rate:", in: run.output), "44100 Hz", run.output)
-        XCTAssertEqual(value(after: "Length:", in: run.output), String(format: "%d samples (%.3f s)", channels[0].count,
-                                                                       Double(channels[0].count) / rate), run.output)
+        XCTAssertEqual(
+            value(after: "Length:", in: run.output),
+            String(
+                format: "%d samples (%.3f s)", channels[0].count,
+                Double(channels[0].count) / rate), run.output)
         let peaks = channels.map { 20 * log10(Double($0.map(abs).max()!)) }
         XCTAssertEqual(value(after: "Peak:", in: run.output), String(format: "%.2f dBFS", peaks.max()!), run.output)
 
@@ -124,8 +131,9 @@ final class InspectCommandTests: XCTestCase {
     func testInspectSOFAShowsItsGrid() throws {
         let run = try inspect(["--ir", "/usr/share/libmysofa/MIT_KEMAR_normal_pinna.sofa"])
         XCTAssertEqual(run.status, 0, run.errors)
-        XCTAssertTrue(run.output.contains("SOFA:      710 measurements, 512 taps at 44100 Hz, elevation -40...90 deg, radius 1.40...1.40 m"),
-                      run.output)
+        XCTAssertTrue(
+            run.output.contains("SOFA:      710 measurements, 512 taps at 44100 Hz, elevation -40...90 deg, radius 1.40...1.40 m"),
+            run.output)
         XCTAssertEqual(value(after: "Rate:", in: run.output), "44100 Hz")
         XCTAssertTrue(run.output.contains("Partition plan at quantum 256 (1 in, 2 out, 2 IRs):"), run.output)
     }
@@ -206,8 +214,10 @@ final class SVGSummary: NSObject, XMLParserDelegate {
         }
     }
 
-    func parser(_ parser: XMLParser, didStartElement element: String, namespaceURI: String?,
-                qualifiedName: String?, attributes: [String: String] = [:]) {
+    func parser(
+        _ parser: XMLParser, didStartElement element: String, namespaceURI: String?,
+        qualifiedName: String?, attributes: [String: String] = [:]
+    ) {
         switch element {
         case "g":
             if currentPlot != nil {

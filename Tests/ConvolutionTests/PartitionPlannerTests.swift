@@ -1,13 +1,16 @@
-@testable import Convolution
 import Foundation
 import XCTest
+
+@testable import Convolution
 
 final class PartitionPlannerTests: XCTestCase {
     func testPlansCoverTheImpulseAndLeaveEveryLevelAFullPeriod() {
         for length in [1, 100, 5000, 48000, 480_000] {
             for quantum in [64, 256, 1000, 1024] {
-                let plan = PartitionPlanner.plan(.init(impulseLength: length, inputCount: 2, outputCount: 2, entryCount: 2,
-                                                       expectedBlockSize: quantum, maxPartitionSize: 16384))
+                let plan = PartitionPlanner.plan(
+                    .init(
+                        impulseLength: length, inputCount: 2, outputCount: 2, entryCount: 2,
+                        expectedBlockSize: quantum, maxPartitionSize: 16384))
                 XCTAssertNoThrow(try plan.validate(), "\(plan)")
                 XCTAssertGreaterThanOrEqual(plan.levels.last!.end, length, "\(plan)")
                 XCTAssertLessThan(plan.levels.last!.offset, length, "a level that covers nothing: \(plan)")
@@ -17,8 +20,9 @@ final class PartitionPlannerTests: XCTestCase {
     }
 
     func testLongImpulsesAtSmallBlocksGetNonUniformPlansCheaperThanUniform() {
-        let problem = PartitionPlanner.Problem(impulseLength: 480_000, inputCount: 2, outputCount: 2, entryCount: 2,
-                                               expectedBlockSize: 64, maxPartitionSize: 16384)
+        let problem = PartitionPlanner.Problem(
+            impulseLength: 480_000, inputCount: 2, outputCount: 2, entryCount: 2,
+            expectedBlockSize: 64, maxPartitionSize: 16384)
         let plan = PartitionPlanner.plan(problem)
         XCTAssertGreaterThanOrEqual(plan.levels.count, 3, "\(plan)")
         let uniform = PartitionPlanner.layout(length: 480_000, headBlock: 64, tailSizes: [])!
@@ -33,8 +37,9 @@ final class PartitionPlannerTests: XCTestCase {
         multiplyAddNanosecondsPerBinCached: 0.4, multiplyAddNanosecondsPerBinStreaming: 0.7)
 
     private static func problem(seconds: Double, quantum: Int, placement: LevelPlacement?) -> PartitionPlanner.Problem {
-        var problem = PartitionPlanner.Problem(impulseLength: Int(seconds * 48000), inputCount: 2, outputCount: 2, entryCount: 2,
-                                               expectedBlockSize: quantum, maxPartitionSize: 16384)
+        var problem = PartitionPlanner.Problem(
+            impulseLength: Int(seconds * 48000), inputCount: 2, outputCount: 2, entryCount: 2,
+            expectedBlockSize: quantum, maxPartitionSize: 16384)
         problem.placement = placement
         return problem
     }
@@ -44,8 +49,9 @@ final class PartitionPlannerTests: XCTestCase {
         let (bare, bareDataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: nil), Self.costs)
 
         // Both tails on helpers, each job 1 ms dearer.
-        var placement = LevelPlacement(dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0,
-                                       helperJobOverheadNanoseconds: 1_000_000)
+        var placement = LevelPlacement(
+            dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0,
+            helperJobOverheadNanoseconds: 1_000_000)
         var (total, dataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: placement), Self.costs)
         XCTAssertEqual(dataThread, bareDataThread, accuracy: 1e-12)
         XCTAssertEqual(total - bare, (48000.0 / 1024 + 48000.0 / 8192) * 1e-3, accuracy: 1e-9)
@@ -61,16 +67,18 @@ final class PartitionPlannerTests: XCTestCase {
         XCTAssertEqual(total - bare, 48000.0 / 8192 * 1e-3, accuracy: 1e-9)
 
         // Due sooner than the slack after its block (1024 frames = 21 ms): on the data thread too.
-        placement = LevelPlacement(dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0.022,
-                                   helperJobOverheadNanoseconds: 1_000_000)
+        placement = LevelPlacement(
+            dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0.022,
+            helperJobOverheadNanoseconds: 1_000_000)
         (total, dataThread) = PartitionPlanner.cost(levels, Self.problem(seconds: 3, quantum: 256, placement: placement), Self.costs)
         XCTAssertEqual(dataThread - bareDataThread, 48000.0 / 1024 * shortJob / 1e9, accuracy: 1e-12)
     }
 
     func testTheHandOverCostLeadsToPlansWithFewerHelperJobs() {
         func helperJobsPerSecond(overhead: Double) -> Double {
-            let placement = LevelPlacement(dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0,
-                                           helperJobOverheadNanoseconds: overhead)
+            let placement = LevelPlacement(
+                dataThreadJobNanoseconds: 0, dataThreadJobFraction: 0, minimumHelperSlackSeconds: 0,
+                helperJobOverheadNanoseconds: overhead)
             let plan = PartitionPlanner.plan(Self.problem(seconds: 10, quantum: 256, placement: placement), costs: Self.costs)
             return plan.tails.reduce(0) { $0 + 48000 / Double($1.blockSize) }
         }
@@ -80,11 +88,16 @@ final class PartitionPlannerTests: XCTestCase {
     /// The planner's costs are the median of this process's measurement and the last ones on this
     /// CPU model: per cost, over the measurements that have it.
     func testMachineCostsAreTheMedianOfEachCost() {
-        let measurements = [(100.0, 2.0, 5.0), (300, 4, 9), (200, 3, 1)].map { fft, cached, streaming in
-            MachineCosts(fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBinCached: cached,
-                         multiplyAddNanosecondsPerBinStreaming: streaming)
-        } + [MachineCosts(fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBinCached: 10,
-                          multiplyAddNanosecondsPerBinStreaming: 6)]
+        let measurements =
+            [(100.0, 2.0, 5.0), (300, 4, 9), (200, 3, 1)].map { fft, cached, streaming in
+                MachineCosts(
+                    fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBinCached: cached,
+                    multiplyAddNanosecondsPerBinStreaming: streaming)
+            } + [
+                MachineCosts(
+                    fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBinCached: 10,
+                    multiplyAddNanosecondsPerBinStreaming: 6)
+            ]
         let median = MachineCosts.median(of: measurements)
         XCTAssertEqual(median.fftPairNanoseconds, [64: 225, 128: 700], "even count: mean of the middle two")
         XCTAssertEqual(median.multiplyAddNanosecondsPerBinCached, 3.5)
@@ -100,8 +113,9 @@ final class PartitionPlannerTests: XCTestCase {
         let history = MachineCostsHistory(path: directory + "/machine-costs", cpu: "CPU A @ 3.0GHz")
         XCTAssertEqual(history.load().count, 0, "nothing saved yet")
         let measurements = (1...12).map {
-            MachineCosts(fftPairNanoseconds: [64: Double($0), 32768: 1e5 + Double($0)],
-                         multiplyAddNanosecondsPerBinCached: 0.25 * Double($0), multiplyAddNanosecondsPerBinStreaming: 1)
+            MachineCosts(
+                fftPairNanoseconds: [64: Double($0), 32768: 1e5 + Double($0)],
+                multiplyAddNanosecondsPerBinCached: 0.25 * Double($0), multiplyAddNanosecondsPerBinStreaming: 1)
         }
         history.save(measurements)
         let loaded = history.load()
@@ -112,11 +126,13 @@ final class PartitionPlannerTests: XCTestCase {
         let good = "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=100"
         try (["cpu CPU A @ 3.0GHz", good].joined(separator: "\n")).write(toFile: history.path, atomically: true, encoding: .utf8)
         XCTAssertEqual(history.load().count, 0, "costs measured with older kernels")
-        let text = [history.header, good,
-                    "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=fast",
-                    "costs multiply-add-cached=-1 multiply-add-streaming=5 fft64=100",
-                    "costs multiply-add-cached=2 multiply-add-streaming=5 fft63=100",
-                    "costs multiply-add-cached=2 fft64=100", "garbage", good].joined(separator: "\n")
+        let text = [
+            history.header, good,
+            "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=fast",
+            "costs multiply-add-cached=-1 multiply-add-streaming=5 fft64=100",
+            "costs multiply-add-cached=2 multiply-add-streaming=5 fft63=100",
+            "costs multiply-add-cached=2 fft64=100", "garbage", good,
+        ].joined(separator: "\n")
         try text.write(toFile: history.path, atomically: true, encoding: .utf8)
         XCTAssertEqual(history.load().map(\.fftPairNanoseconds), [[64: 100], [64: 100]])
     }

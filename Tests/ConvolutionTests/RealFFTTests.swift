@@ -33,9 +33,10 @@ final class RealFFTTests: XCTestCase {
                 fft.inverse(real: real.pointer, imaginary: imaginary.pointer, output: output.pointer, scratch: scratch.spectrum(0))
                 let roundTrip = (0..<size).map { abs(Double(output.pointer[$0]) / Double(size) - Double(signal[$0])) }.max()!
                 XCTAssertLessThan(roundTrip, 1e-5, "inverse(forward(x)) / size, size \(size)")
-                XCTAssertTrue((0..<fft.binCount).allSatisfy {
-                    real.pointer[$0] == spectrumBefore[$0].0 && imaginary.pointer[$0] == spectrumBefore[$0].1
-                }, "inverse keeps the spectrum")
+                XCTAssertTrue(
+                    (0..<fft.binCount).allSatisfy {
+                        real.pointer[$0] == spectrumBefore[$0].0 && imaginary.pointer[$0] == spectrumBefore[$0].1
+                    }, "inverse keeps the spectrum")
             }
         }
     }

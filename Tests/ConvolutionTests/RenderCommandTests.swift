@@ -1,5 +1,5 @@
-import EngineTestSupport
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -36,8 +36,9 @@ final class RenderCommandTests: XCTestCase {
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         let errorData = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
-                   errors: String(decoding: errorData, as: UTF8.self))
+        return Run(
+            status: process.terminationStatus, output: String(decoding: outputData, as: UTF8.self),
+            errors: String(decoding: errorData, as: UTF8.self))
     }
 
     private func render(_ arguments: [String]) throws -> Run { try Self.runExecutable(["render"] + arguments) }
@@ -58,16 +59,16 @@ final class RenderCommandTests: XCTestCase {
 
         // A node-like call size, with and without helper threads, and the default (throughput) block.
         for options in [["--block", "77"], ["--block", "77", "--threads", "auto"], []] {
-        let result = try render(["--ir", irPath] + options + [inputPath, outputPath])
-        XCTAssertEqual(result.status, 0, result.errors)
-        let output = try AudioFile.read(path: outputPath)
-        XCTAssertEqual(output.sampleRate, 48000)
-        XCTAssertEqual(output.channels.count, 2)
-        XCTAssertEqual(output.channels[0].count, 20000 + 7000 - 1, "input plus the IR's tail")
-        for channel in 0..<2 {
-            let expected = Reference.convolve(input[channel], impulse[channel], outputLength: 26999)
-            XCTAssertLessThanOrEqual(Reference.relativeErrorDB(output.channels[channel], expected), -100, "\(options)")
-        }
+            let result = try render(["--ir", irPath] + options + [inputPath, outputPath])
+            XCTAssertEqual(result.status, 0, result.errors)
+            let output = try AudioFile.read(path: outputPath)
+            XCTAssertEqual(output.sampleRate, 48000)
+            XCTAssertEqual(output.channels.count, 2)
+            XCTAssertEqual(output.channels[0].count, 20000 + 7000 - 1, "input plus the IR's tail")
+            for channel in 0..<2 {
+                let expected = Reference.convolve(input[channel], impulse[channel], outputLength: 26999)
+                XCTAssertLessThanOrEqual(Reference.relativeErrorDB(output.channels[channel], expected), -100, "\(options)")
+            }
         }
     }
 
@@ -87,8 +88,9 @@ final class RenderCommandTests: XCTestCase {
             // Its own report (VmHWM): a child's rusage peak would be this big test process's, carried over exec.
             let result = try render(["--ir", "builtin:hall", inputPath, directory.appendingPathComponent("out.wav").path])
             XCTAssertEqual(result.status, 0, result.errors)
-            let peak = try XCTUnwrap(result.errors.range(of: #"peak memory ([0-9.]+) MB"#, options: .regularExpression)
-                .map { Double(result.errors[$0].split(separator: " ")[2]) ?? -1 }, result.errors)
+            let peak = try XCTUnwrap(
+                result.errors.range(of: #"peak memory ([0-9.]+) MB"#, options: .regularExpression)
+                    .map { Double(result.errors[$0].split(separator: " ")[2]) ?? -1 }, result.errors)
             peaks.append(peak)
         }
         print("render peak RSS: \(peaks.map { String(format: "%.1f", $0) }) MB for 10 s and 60 s of stereo input")
@@ -118,8 +120,9 @@ final class ConvolutionMatrixFromImpulseResponseTests: XCTestCase {
         let stereo = try ConvolutionMatrix(impulseResponse: ir(2), channelCount: 2)
         XCTAssertEqual(stereo.entries.map(\.impulse), [[1], [2]])
         let trueStereo = try ConvolutionMatrix(impulseResponse: ir(4), channelCount: 2)
-        XCTAssertEqual(trueStereo.entries.map { [$0.input, $0.output, Int($0.impulse[0])] },
-                       [[0, 0, 1], [0, 1, 2], [1, 0, 3], [1, 1, 4]])
+        XCTAssertEqual(
+            trueStereo.entries.map { [$0.input, $0.output, Int($0.impulse[0])] },
+            [[0, 0, 1], [0, 1, 2], [1, 0, 3], [1, 1, 4]])
         XCTAssertThrowsError(try ConvolutionMatrix(impulseResponse: ir(3), channelCount: 2)) { error in
             XCTAssertTrue("\(error)".contains("3 channels"), "\(error)")
         }

@@ -8,16 +8,19 @@ import XCTest
 /// frames, so libsoxr's linear-phase filter rings before time 0 at the new rate. By default that
 /// ringing is cut: the IR keeps its timing (peak on the reference's frame: zero added latency).
 final class ResamplingReferenceTests: XCTestCase {
-    private let ratePairs: [(source: Double, target: Double)] = [(44_100, 48_000), (48_000, 44_100), (96_000, 48_000),
-                                                                 (22_050, 48_000)]
+    private let ratePairs: [(source: Double, target: Double)] = [
+        (44_100, 48_000), (48_000, 44_100), (96_000, 48_000),
+        (22_050, 48_000),
+    ]
 
     func testResampledIRMatchesScipyResamplePolyAtItsOwnTime() throws {
         let directory = try IRTestDirectory()
         for (sourceRate, targetRate) in ratePairs {
             let cabinet = try ResampleReference.writeCabinet(rate: sourceRate, directory: directory.url.path)
             let ir = try ImpulseResponse.load(cabinet.wav, sampleRate: targetRate)
-            let verdict = try ResampleReference.judge(ir.channels[0], targetRate: targetRate, of: cabinet,
-                                                      directory: directory.url.path)
+            let verdict = try ResampleReference.judge(
+                ir.channels[0], targetRate: targetRate, of: cabinet,
+                directory: directory.url.path)
             let label = "\(Int(sourceRate)) -> \(Int(targetRate)) Hz: \(verdict), ringing cut, its peak at \(ir.preRingingPeakDB ?? 0) dB"
             print(label)
             XCTAssertEqual(ir.addedDelayFrames, 0, label)
@@ -39,8 +42,9 @@ final class ResamplingReferenceTests: XCTestCase {
             XCTAssertGreaterThan(kept.addedDelayFrames, 0, label)
             XCTAssertEqual(Array(kept.channels[0].dropFirst(kept.addedDelayFrames)), cut.channels[0], label)
             // The judge of the test above tells the kept (late) IR from the reference.
-            let verdict = try ResampleReference.judge(kept.channels[0], targetRate: targetRate, of: cabinet,
-                                                      directory: directory.url.path)
+            let verdict = try ResampleReference.judge(
+                kept.channels[0], targetRate: targetRate, of: cabinet,
+                directory: directory.url.path)
             XCTAssertEqual(verdict.oursPeakFrame, verdict.referencePeakFrame + kept.addedDelayFrames, "\(label): \(verdict)")
             XCTAssertGreaterThan(verdict.errorAfterHeadDB, -10, "\(label): \(verdict)")
             let ringing = kept.channels[0].prefix(kept.addedDelayFrames).reduce(0) { max($0, abs($1)) }

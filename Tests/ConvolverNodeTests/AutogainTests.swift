@@ -2,6 +2,7 @@ import Convolution
 import EngineTestSupport
 import Foundation
 import XCTest
+
 @testable import ConvolverNode
 
 /// `autogain = true`: pink noise on every input comes out of every output at the level it went in
@@ -96,14 +97,18 @@ final class AutogainTests: XCTestCase {
             ("cabinet 44.1 kHz", "audio.channels = 1 filename = \"\(path("cabinet.wav"))\""),
             ("SOFA source at 60 degrees", "filename = \"\(SOFATests.kemar)\" sofa = { azimuth = 60 }"),
             ("SOFA 7.1 virtual surround", "filename = \"\(SOFATests.kemar)\" audio.position = [ \(positions.joined(separator: " ")) ]"),
-            ("7.1 to binaural", "audio.position = [ \(positions.joined(separator: " ")) ] output.position = [ FL FR ] "
-                + "impulses = [ \(entries.joined(separator: " ")) ]"),
+            (
+                "7.1 to binaural",
+                "audio.position = [ \(positions.joined(separator: " ")) ] output.position = [ FL FR ] "
+                    + "impulses = [ \(entries.joined(separator: " ")) ]"
+            ),
         ]
         for (name, arguments) in cases {
             let result = try levels(arguments)
             let gains = try XCTUnwrap(result.autogainDB, name)
-            print("autogain \(name): gains \(gains.map { String(format: "%.2f", $0) }) dB, "
-                  + "wet - input \(result.differencesDB.map { String(format: "%+.2f", $0) }) dB")
+            print(
+                "autogain \(name): gains \(gains.map { String(format: "%.2f", $0) }) dB, "
+                    + "wet - input \(result.differencesDB.map { String(format: "%+.2f", $0) }) dB")
             for (output, difference) in result.differencesDB.enumerated() {
                 XCTAssertEqual(difference, 0, accuracy: 0.5, "\(name), output \(output)")
             }
@@ -115,8 +120,10 @@ final class AutogainTests: XCTestCase {
     /// colour), and the SOFA virtual surround as shipped.
     func testPinkNoiseKeepsItsLevelThroughEveryShippedConfig() throws {
         var random = SeededGenerator(seed: 9)
-        let channelCounts = ["cabinet.wav": 1, "room-correction.wav": 2, "left.wav": 2, "right.wav": 2,
-                             "true-stereo-4ch.wav": 4, "hrir.wav": 14]
+        let channelCounts = [
+            "cabinet.wav": 1, "room-correction.wav": 2, "left.wav": 2, "right.wav": 2,
+            "true-stereo-4ch.wav": 4, "hrir.wav": 14,
+        ]
         for (name, channels) in channelCounts {
             var impulse: [[Float]] = []
             for channel in 0..<channels {
@@ -132,19 +139,21 @@ final class AutogainTests: XCTestCase {
             let text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + config, encoding: .utf8)
                 .replacingOccurrences(of: "/path/to/irs/", with: directory.path + "/")
             guard case let .object(top) = try SPAJSONValue.parse(text),
-                  case let .array(modules)? = top.last(where: { $0.key == "context.modules" })?.value,
-                  let module = modules.first(where: {
-                      guard case let .object(members) = $0 else { return false }
-                      return members.contains { $0.key == "name" && $0.value.text == "libpipewire-module-swift-convolver" }
-                  }),
-                  case let .object(members) = module,
-                  case let .object(arguments)? = members.first(where: { $0.key == "args" })?.value else {
+                case let .array(modules)? = top.last(where: { $0.key == "context.modules" })?.value,
+                let module = modules.first(where: {
+                    guard case let .object(members) = $0 else { return false }
+                    return members.contains { $0.key == "name" && $0.value.text == "libpipewire-module-swift-convolver" }
+                }),
+                case let .object(members) = module,
+                case let .object(arguments)? = members.first(where: { $0.key == "args" })?.value
+            else {
                 XCTFail("\(config): no libpipewire-module-swift-convolver args")
                 continue
             }
             let result = try levels(.object(arguments.filter { $0.key != "autogain" } + [SPAJSONMember(key: "autogain", value: .word("true"))]))
-            print("autogain \(config): gains \(result.autogainDB?.map { String(format: "%.2f", $0) } ?? []) dB, "
-                  + "wet - input \(result.differencesDB.map { String(format: "%+.2f", $0) }) dB")
+            print(
+                "autogain \(config): gains \(result.autogainDB?.map { String(format: "%.2f", $0) } ?? []) dB, "
+                    + "wet - input \(result.differencesDB.map { String(format: "%+.2f", $0) }) dB")
             for (output, difference) in result.differencesDB.enumerated() {
                 XCTAssertEqual(difference, 0, accuracy: 0.5, "\(config), output \(output)")
             }

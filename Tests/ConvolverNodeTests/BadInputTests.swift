@@ -56,78 +56,122 @@ final class BadInputTests: XCTestCase {
             .file(name: name) { path in try Data(try make()).write(to: URL(fileURLWithPath: path)) }
         }
         return [
-            Row(name: "nonexistent path", input: .arguments("filename = \"$DIR/nonexistent/ir.wav\""),
+            Row(
+                name: "nonexistent path", input: .arguments("filename = \"$DIR/nonexistent/ir.wav\""),
                 expect: .error(["filename", "nonexistent/ir.wav", "does not exist"]), live: .props),
             Row(name: "directory", input: .arguments("filename = \"$DIR\""), expect: .error(["filename", "swconv-node-"]), live: .props),
             Row(name: "empty file", input: bytes("empty.wav") { [] }, expect: .error(["filename", "empty.wav", "empty"]), live: .props),
-            Row(name: "truncated header", input: bytes("truncated-header.wav") { Array(try self.validWAVBytes().prefix(20)) },
+            Row(
+                name: "truncated header", input: bytes("truncated-header.wav") { Array(try self.validWAVBytes().prefix(20)) },
                 expect: .error(["filename", "truncated-header.wav"]), live: .props),
-            Row(name: "truncated data", input: bytes("truncated-data.wav") { let all = try self.validWAVBytes(); return Array(all.prefix(all.count / 2)) },
+            Row(
+                name: "truncated data",
+                input: bytes("truncated-data.wav") {
+                    let all = try self.validWAVBytes(); return Array(all.prefix(all.count / 2))
+                },
                 expect: .error(["filename", "truncated-data.wav", "truncated"]), live: .none),
-            Row(name: "non-audio file", input: bytes("text.wav") { Array("this is not a WAV file\n".utf8) },
+            Row(
+                name: "non-audio file", input: bytes("text.wav") { Array("this is not a WAV file\n".utf8) },
                 expect: .error(["filename", "text.wav", "not audio"]), live: .props),
-            Row(name: "absurd sample rate in the header (2147483647 Hz; crashed libsoxr before)",
-                input: bytes("absurd-rate.wav") { var all = try self.validWAVBytes(); all.replaceSubrange(24..<28, with: [0xFF, 0xFF, 0xFF, 0x7F]); return all },
+            Row(
+                name: "absurd sample rate in the header (2147483647 Hz; crashed libsoxr before)",
+                input: bytes("absurd-rate.wav") {
+                    var all = try self.validWAVBytes(); all.replaceSubrange(24..<28, with: [0xFF, 0xFF, 0xFF, 0x7F]); return all
+                },
                 expect: .error(["filename", "absurd-rate.wav", "2147483647 Hz"]), live: .none),
-            Row(name: "NaN sample", input: .file(name: "nan.wav") { try self.writeWAV([[1, 0, .nan, 0]], $0) },
+            Row(
+                name: "NaN sample", input: .file(name: "nan.wav") { try self.writeWAV([[1, 0, .nan, 0]], $0) },
                 expect: .error(["filename", "nan.wav", "nan", "frame 2"]), live: .props),
-            Row(name: "Inf sample", input: .file(name: "inf.wav") { try self.writeWAV([[1, -.infinity, 0]], $0) },
+            Row(
+                name: "Inf sample", input: .file(name: "inf.wav") { try self.writeWAV([[1, -.infinity, 0]], $0) },
                 expect: .error(["filename", "inf.wav", "inf", "frame 1"]), live: .none),
-            Row(name: "all-zero IR", input: .file(name: "zero.wav") { try self.writeWAV([[Float](repeating: 0, count: 256)], $0) },
+            Row(
+                name: "all-zero IR", input: .file(name: "zero.wav") { try self.writeWAV([[Float](repeating: 0, count: 256)], $0) },
                 expect: .accepted(warnings: [], why: "silence is a valid filter (filter-chain accepts it too): the node outputs the dry part only"),
                 live: .props),
-            Row(name: "SOFA file that is not SOFA", input: bytes("not-hrtf.sofa") { Array("this is not an HRTF set\n".utf8) },
+            Row(
+                name: "SOFA file that is not SOFA", input: bytes("not-hrtf.sofa") { Array("this is not an HRTF set\n".utf8) },
                 expect: .error(["filename", "not-hrtf.sofa", "not an HRTF set libmysofa can read"]), live: .props),
-            Row(name: "truncated SOFA file", input: bytes("truncated.sofa") {
-                    Array(try Data(contentsOf: URL(fileURLWithPath: SOFATests.kemar)).prefix(100_000)) },
+            Row(
+                name: "truncated SOFA file",
+                input: bytes("truncated.sofa") {
+                    Array(try Data(contentsOf: URL(fileURLWithPath: SOFATests.kemar)).prefix(100_000))
+                },
                 expect: .error(["filename", "truncated.sofa", "not an HRTF set"]), live: .props),
-            Row(name: "SOFA azimuth NaN", input: .arguments("filename = \"\(SOFATests.kemar)\" sofa = { azimuth = nan }"),
+            Row(
+                name: "SOFA azimuth NaN", input: .arguments("filename = \"\(SOFATests.kemar)\" sofa = { azimuth = nan }"),
                 expect: .error(["sofa.azimuth", "'nan' is not a number"]), live: .moduleLoad),
-            Row(name: "SOFA elevation out of range", input: .arguments("filename = \"\(SOFATests.kemar)\" sofa = { elevation = 95 }"),
+            Row(
+                name: "SOFA elevation out of range", input: .arguments("filename = \"\(SOFATests.kemar)\" sofa = { elevation = 95 }"),
                 expect: .error(["sofa.elevation", "95.0 is outside -90.0...90.0"]), live: .none),
-            Row(name: "SOFA with a speaker position that has no direction",
+            Row(
+                name: "SOFA with a speaker position that has no direction",
                 input: .arguments("filename = \"\(SOFATests.kemar)\" audio.position = [ FL FR AUX3 ]"),
                 expect: .error(["audio.position", "AUX3 has no standard speaker direction"]), live: .none),
-            Row(name: "width 3", input: .arguments("filename = \"builtin:dirac\" width = 3"),
+            Row(
+                name: "width 3", input: .arguments("filename = \"builtin:dirac\" width = 3"),
                 expect: .error(["width", "3.0 is outside 0.0...2.0"]), live: .moduleLoad),
-            Row(name: "width on a mono node", input: .arguments("filename = \"builtin:dirac\" audio.channels = 1 width = 0.5"),
+            Row(
+                name: "width on a mono node", input: .arguments("filename = \"builtin:dirac\" audio.channels = 1 width = 0.5"),
                 expect: .error(["width", "needs a node with two outputs"]), live: .none),
-            Row(name: "0 channels", input: .arguments("filename = \"builtin:dirac\" audio.channels = 0"),
+            Row(
+                name: "0 channels", input: .arguments("filename = \"builtin:dirac\" audio.channels = 0"),
                 expect: .error(["audio.channels", "0"]), live: .moduleLoad),
-            Row(name: "65 channels", input: .arguments("filename = \"builtin:dirac\" audio.channels = 65"),
+            Row(
+                name: "65 channels", input: .arguments("filename = \"builtin:dirac\" audio.channels = 65"),
                 expect: .error(["audio.channels", "65"]), live: .none),
-            Row(name: "channel index out of range",
+            Row(
+                name: "channel index out of range",
                 input: .arguments("impulses = [ { input = 0 output = 0 filename = \"builtin:hall\" channel = 7 } ]"),
                 expect: .error(["impulses[0]", "no channel 7"]), live: .moduleLoad),
-            Row(name: "IR over the size limit", input: .arguments("filename = \"builtin:dirac\" delay = 16777216"),
+            Row(
+                name: "IR over the size limit", input: .arguments("filename = \"builtin:dirac\" delay = 16777216"),
                 expect: .error(["filename", "too long", "limit is 60", "MiB"]), live: .moduleLoad),
-            Row(name: "negative gain", input: .arguments("filename = \"builtin:dirac\" gain = -1"), expect: .error(["gain", "-1"]), live: .moduleLoad),
-            Row(name: "absurd gain", input: .arguments("filename = \"builtin:dirac\" gain = 1e9"), expect: .error(["gain", "1000000000"]), live: .none),
+            Row(
+                name: "negative gain", input: .arguments("filename = \"builtin:dirac\" gain = -1"), expect: .error(["gain", "-1"]), live: .moduleLoad),
+            Row(
+                name: "absurd gain", input: .arguments("filename = \"builtin:dirac\" gain = 1e9"), expect: .error(["gain", "1000000000"]), live: .none
+            ),
             Row(name: "negative mix", input: .arguments("filename = \"builtin:dirac\" mix = -0.5"), expect: .error(["mix", "-0.5"]), live: .none),
             Row(name: "absurd mix", input: .arguments("filename = \"builtin:dirac\" mix = 7"), expect: .error(["mix", "7"]), live: .none),
             Row(name: "negative delay", input: .arguments("filename = \"builtin:dirac\" delay = -3"), expect: .error(["delay", "-3"]), live: .none),
             Row(name: "absurd delay", input: .arguments("filename = \"builtin:dirac\" delay = 1e12"), expect: .error(["delay"]), live: .none),
-            Row(name: "negative offset", input: .arguments("filename = \"builtin:dirac\" offset = -1"), expect: .error(["offset", "-1"]), live: .none),
-            Row(name: "non-numeric offset", input: .arguments("filename = \"builtin:dirac\" offset = lots"), expect: .error(["offset", "lots"]), live: .none),
-            Row(name: "negative length", input: .arguments("filename = \"builtin:dirac\" length = -10"), expect: .error(["length", "-10"]), live: .none),
+            Row(
+                name: "negative offset", input: .arguments("filename = \"builtin:dirac\" offset = -1"), expect: .error(["offset", "-1"]), live: .none),
+            Row(
+                name: "non-numeric offset", input: .arguments("filename = \"builtin:dirac\" offset = lots"), expect: .error(["offset", "lots"]),
+                live: .none),
+            Row(
+                name: "negative length", input: .arguments("filename = \"builtin:dirac\" length = -10"), expect: .error(["length", "-10"]),
+                live: .none),
             Row(name: "absurd length", input: .arguments("filename = \"builtin:dirac\" length = 1e15"), expect: .error(["length"]), live: .none),
-            Row(name: "negative crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = -1"), expect: .error(["crossfade", "-1"]), live: .none),
-            Row(name: "crossfade with a unit", input: .arguments("filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear"),
+            Row(
+                name: "negative crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = -1"), expect: .error(["crossfade", "-1"]),
+                live: .none),
+            Row(
+                name: "crossfade with a unit", input: .arguments("filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear"),
                 expect: .accepted(warnings: [], why: "a valid crossfade"), live: .none),
-            Row(name: "absurd crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = 3600"), expect: .error(["crossfade", "3600"]), live: .none),
-            Row(name: "unknown crossfade shape", input: .arguments("filename = \"builtin:dirac\" crossfade.shape = cubic"),
+            Row(
+                name: "absurd crossfade", input: .arguments("filename = \"builtin:dirac\" crossfade = 3600"), expect: .error(["crossfade", "3600"]),
+                live: .none),
+            Row(
+                name: "unknown crossfade shape", input: .arguments("filename = \"builtin:dirac\" crossfade.shape = cubic"),
                 expect: .error(["crossfade.shape", "cubic"]), live: .none),
-            Row(name: "unknown pre-ringing choice", input: .arguments("filename = \"builtin:dirac\" resample.pre-ringing = trim"),
+            Row(
+                name: "unknown pre-ringing choice", input: .arguments("filename = \"builtin:dirac\" resample.pre-ringing = trim"),
                 expect: .error(["resample.pre-ringing", "trim", "cut or keep"]), live: .none),
-            Row(name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
+            Row(
+                name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
             Row(name: "malformed SPA-JSON", input: .arguments("filename = \"unterminated"), expect: .error(["args"]), live: .moduleLoad),
             Row(name: "malformed SPA-JSON (brackets)", input: .arguments("impulses = [ { input = 0 ] }"), expect: .error([]), live: .none),
-            Row(name: "quantum 16384 (> 8192)", input: .graph(setting: "clock.force-quantum", value: 16384),
+            Row(
+                name: "quantum 16384 (> 8192)", input: .graph(setting: "clock.force-quantum", value: 16384),
                 expect: .keepsProcessing(rate: nil), live: .graph),
             Row(name: "rate 44.1 kHz", input: .graph(setting: "clock.force-rate", value: 44100), expect: .keepsProcessing(rate: 44100), live: .graph),
             Row(name: "rate 96 kHz", input: .graph(setting: "clock.force-rate", value: 96000), expect: .keepsProcessing(rate: 96000), live: .graph),
-            Row(name: "rate 192 kHz", input: .graph(setting: "clock.force-rate", value: 192000), expect: .keepsProcessing(rate: 192000), live: .graph),
+            Row(
+                name: "rate 192 kHz", input: .graph(setting: "clock.force-rate", value: 192000), expect: .keepsProcessing(rate: 192000), live: .graph),
         ]
     }
 
@@ -210,9 +254,12 @@ final class BadInputTests: XCTestCase {
         defer { target.stop() }
         try daemon.waitForPorts(ofNode: "conv-healthy", count: 4, timeout: 30)
         try daemon.waitForPorts(ofNode: "conv-target", count: 4, timeout: 30)
-        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-bad"), "--format", "f32",
-                                         "--channels", "4", "--channel-map", "FL,FR,RL,RR", directory + "/bad.wav"],
-                                        logName: "rec-bad.log")
+        let recorder = try daemon.spawn(
+            [
+                "pw-record", "-P", PlayThrough.streamProperties("rec-bad"), "--format", "f32",
+                "--channels", "4", "--channel-map", "FL,FR,RL,RR", directory + "/bad.wav",
+            ],
+            logName: "rec-bad.log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: "rec-bad", count: 4)
         try daemon.link("conv-healthy:output_FL", "rec-bad:input_FL")
@@ -226,19 +273,24 @@ final class BadInputTests: XCTestCase {
             switch row.live {
             case .props:
                 guard let arguments = try arguments(row),
-                      let filename = arguments.split(separator: "\"").dropFirst().first.map(String.init) else { continue }
-                let (status, output) = try daemon.run(["pw-cli", "set-param", "\(targetID)", "Props",
-                                                       "{ params = [ \"filename\" \"\(filename)\" ] }"])
+                    let filename = arguments.split(separator: "\"").dropFirst().first.map(String.init)
+                else { continue }
+                let (status, output) = try daemon.run([
+                    "pw-cli", "set-param", "\(targetID)", "Props",
+                    "{ params = [ \"filename\" \"\(filename)\" ] }",
+                ])
                 XCTAssertEqual(status, 0, output)
                 switch row.expect {
                 case .error:
-                    XCTAssertTrue(waitUntil(timeout: 10) {
-                        target.log.split(separator: "\n").contains { $0.contains("keeping the current IR") && $0.contains(filename) }
-                    }, "\(row.name): no error naming \(filename) in the log: \(target.log.suffix(1500))")
+                    XCTAssertTrue(
+                        waitUntil(timeout: 10) {
+                            target.log.split(separator: "\n").contains { $0.contains("keeping the current IR") && $0.contains(filename) }
+                        }, "\(row.name): no error naming \(filename) in the log: \(target.log.suffix(1500))")
                     print("bad input live (Props) | \(row.name) | " + (target.log.split(separator: "\n").last { $0.contains(filename) } ?? ""))
                 default:
-                    XCTAssertTrue(waitUntil(timeout: 10) { self.property(daemon, "conv-target", "convolver.ir") == filename },
-                                  "\(row.name): not installed")
+                    XCTAssertTrue(
+                        waitUntil(timeout: 10) { self.property(daemon, "conv-target", "convolver.ir") == filename },
+                        "\(row.name): not installed")
                     print("bad input live (Props) | \(row.name) | installed")
                     // Back to a sounding IR, so later rows start from the same state.
                     _ = try daemon.run(["pw-cli", "set-param", "\(targetID)", "Props", "{ params = [ \"filename\" \"builtin:dirac\" ] }"])
@@ -271,20 +323,23 @@ final class BadInputTests: XCTestCase {
                 guard case let .graph(setting, value) = row.input, case let .keepsProcessing(rate) = row.expect else { continue }
                 try daemon.run(["pw-metadata", "-n", "settings", "0", setting, "\(value)"])
                 if let rate {
-                    XCTAssertTrue(waitUntil(timeout: 15) { self.property(daemon, "conv-target", "convolver.rate") == "\(rate)" },
-                                  "\(row.name): rate \(self.property(daemon, "conv-target", "convolver.rate") ?? "-")")
+                    XCTAssertTrue(
+                        waitUntil(timeout: 15) { self.property(daemon, "conv-target", "convolver.rate") == "\(rate)" },
+                        "\(row.name): rate \(self.property(daemon, "conv-target", "convolver.rate") ?? "-")")
                 }
                 usleep(1_500_000)
                 keepsProcessing(daemon, "conv-target", row.name)
                 if setting == "clock.force-quantum" {
                     let (quantum, line) = try daemon.profiledQuantum(ofNode: "conv-target")
                     print("bad input live (graph) | \(row.name) | pw-convolver top: \(line)")
-                    XCTAssertEqual(quantum, "8192",
-                                   "force-quantum \(value) is clamped to the daemon's default.clock.max-quantum 8192")
+                    XCTAssertEqual(
+                        quantum, "8192",
+                        "force-quantum \(value) is clamped to the daemon's default.clock.max-quantum 8192")
                 }
-                print("bad input live (graph) | \(row.name) | rate \(property(daemon, "conv-target", "convolver.rate") ?? "-"), "
-                      + "busy max \(property(daemon, "conv-target", "convolver.busy-max-us") ?? "-") us, "
-                      + "late cycles \(property(daemon, "conv-target", "convolver.late-cycles") ?? "-")")
+                print(
+                    "bad input live (graph) | \(row.name) | rate \(property(daemon, "conv-target", "convolver.rate") ?? "-"), "
+                        + "busy max \(property(daemon, "conv-target", "convolver.busy-max-us") ?? "-") us, "
+                        + "late cycles \(property(daemon, "conv-target", "convolver.late-cycles") ?? "-")")
                 try daemon.run(["pw-metadata", "-n", "settings", "0", setting, "0"])
                 if setting == "clock.force-quantum" { try daemon.setQuantum(256) }
             case .none: break
@@ -321,23 +376,23 @@ final class BadInputTests: XCTestCase {
             rounds += 1
             var bytes = below(2) == 0 ? stereo : mono
             switch below(6) {
-            case 0: bytes = (0..<below(300)).map { _ in UInt8(below(256)) }   // random bytes
-            case 1: bytes = Array(bytes.prefix(below(bytes.count)))          // cut anywhere
-            case 2:                                                          // header: a few bytes of the first 80
+            case 0: bytes = (0..<below(300)).map { _ in UInt8(below(256)) }  // random bytes
+            case 1: bytes = Array(bytes.prefix(below(bytes.count)))  // cut anywhere
+            case 2:  // header: a few bytes of the first 80
                 for _ in 0...below(4) { bytes[below(80)] = UInt8(below(256)) }
-            case 3:                                                          // header size fields: extremes
+            case 3:  // header size fields: extremes
                 let field = [4, 16, 20, 22, 24, 28, 32, 34, 40, 40 + 4][below(10)]
                 let value: UInt32 = [0, 1, 0xFFFF_FFFF, 0x7FFF_FFFF, 0x8000_0000, UInt32(below(100_000))][below(6)]
                 for index in 0..<4 where field + index < bytes.count { bytes[field + index] = UInt8((value >> (8 * UInt32(index))) & 0xFF) }
-            case 4:                                                          // data: random bytes (NaN/Inf/huge floats)
+            case 4:  // data: random bytes (NaN/Inf/huge floats)
                 for _ in 0...below(40) { bytes[80 + below(bytes.count - 80)] = UInt8(below(256)) }
-            default:                                                         // insert or delete in the header
+            default:  // insert or delete in the header
                 let position = below(60)
                 if below(2) == 0 { bytes.insert(UInt8(below(256)), at: position) } else { bytes.remove(at: position) }
             }
             try Data(bytes).write(to: URL(fileURLWithPath: path))
             var options = ImpulseResponseOptions()
-            options.maxSeconds = 2   // keep the fuzz's memory small; the limit is a typed error too
+            options.maxSeconds = 2  // keep the fuzz's memory small; the limit is a typed error too
             do {
                 let impulseResponse = try ImpulseResponse.load(path, sampleRate: [48000, 44100, 96000][below(3)], options: options)
                 loaded += 1
@@ -361,11 +416,15 @@ final class BadInputTests: XCTestCase {
         let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_FUZZ_SECONDS"] ?? "") ?? 5
         var random = TestSignals.Random(state: 0xA265)
         func below(_ limit: Int) -> Int { min(limit - 1, Int((random.next() + 1) / 2 * Float(limit))) }
-        let keys = ["filename", "gain", "mix", "bypass", "delay", "offset", "length", "resample.quality", "audio.channels",
-                    "audio.position", "impulses", "workgroup", "partition", "crossfade", "crossfade.shape", "node.name", "target.object"]
-        let values = ["-1", "0", "1e309", "nan", "inf", "-inf", "1e9", "0.5", "\"50ms\"", "\"-3ms\"", "\"\"", "[ ]", "{ }", "[ FL FR FL ]",
-                      "[ { input = 0 output = 9 filename = \"builtin:dirac\" } ]", "{ threads = 999 rt.prio = -1 }", "{ max = 1000 }",
-                      "builtin:nothing", "\"\\u0000\"", "[ [ [ [ ] ] ] ]", "true", "equal-power", "18446744073709551616"]
+        let keys = [
+            "filename", "gain", "mix", "bypass", "delay", "offset", "length", "resample.quality", "audio.channels",
+            "audio.position", "impulses", "workgroup", "partition", "crossfade", "crossfade.shape", "node.name", "target.object",
+        ]
+        let values = [
+            "-1", "0", "1e309", "nan", "inf", "-inf", "1e9", "0.5", "\"50ms\"", "\"-3ms\"", "\"\"", "[ ]", "{ }", "[ FL FR FL ]",
+            "[ { input = 0 output = 9 filename = \"builtin:dirac\" } ]", "{ threads = 999 rt.prio = -1 }", "{ max = 1000 }",
+            "builtin:nothing", "\"\\u0000\"", "[ [ [ [ ] ] ] ]", "true", "equal-power", "18446744073709551616",
+        ]
         let end = Date().addingTimeInterval(seconds)
         var rounds = 0, accepted = 0
         while Date() < end && rounds < 1_000_000 {
@@ -377,7 +436,8 @@ final class BadInputTests: XCTestCase {
                 let depth = below(3000)
                 text = "a = " + String(repeating: below(2) == 0 ? "[" : "{ b = ", count: depth)
             default:
-                text = (0..<1 + below(6)).map { _ in "\(keys[below(keys.count)]) = \(values[below(values.count)])" }.joined(separator: " ")
+                text =
+                    (0..<1 + below(6)).map { _ in "\(keys[below(keys.count)]) = \(values[below(values.count)])" }.joined(separator: " ")
                     + " filename = \"builtin:dirac\""
             }
             do {

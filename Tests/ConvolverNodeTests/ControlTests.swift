@@ -50,8 +50,9 @@ final class ControlTests: XCTestCase {
     func testPropsChangeOutputAndReadBack() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-control")
-        let client = try ModuleClient.start(daemon, name: "conv-control",
-                                            arguments: "node.name = conv-control filename = \"\(path("ir.wav"))\" \(record.argument)")
+        let client = try ModuleClient.start(
+            daemon, name: "conv-control",
+            arguments: "node.name = conv-control filename = \"\(path("ir.wav"))\" \(record.argument)")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-control", count: 4, timeout: 30)
         let id = try XCTUnwrap(try daemon.nodeProperties("conv-control")).id
@@ -78,13 +79,16 @@ final class ControlTests: XCTestCase {
         XCTAssertTrue(client.isRunning, client.log)
         client.stop()
         let entries = try ImpulseEntry.parallel(channels: positions.count, file: path("ir.wav"))
-        let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: entries,
-                                           segments: [.init(wet: 0.5 * 0.25, dry: 0.75), .init(wet: 0, dry: 1)],
-                                           played: nil, workDirectory: daemon.runtimeDirectory)
+        let result = try RecordJudge.judge(
+            record, inputs: 2, outputs: 2, entries: entries,
+            segments: [.init(wet: 0.5 * 0.25, dry: 0.75), .init(wet: 0, dry: 1)],
+            played: nil, workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: 2, label: "mix, then bypass")
         for tag in ["mix", "bypass"] {
-            try LiveVerdict(record: record, recording: path("rec-\(tag).f32"), played: path("input.wav"),
-                            workDirectory: daemon.runtimeDirectory).assertGraphPath(label: tag)
+            try LiveVerdict(
+                record: record, recording: path("rec-\(tag).f32"), played: path("input.wav"),
+                workDirectory: daemon.runtimeDirectory
+            ).assertGraphPath(label: tag)
         }
     }
 
@@ -116,27 +120,32 @@ final class ControlTests: XCTestCase {
             if tag == "narrow" {
                 XCTAssertEqual(try readProps(id)["width"], "1.000000")
                 try setProps(id, "\"width\" \(width)")
-                try setProps(id, "\"width\" 3")   // out of range: ignored
+                try setProps(id, "\"width\" 3")  // out of range: ignored
             }
             XCTAssertTrue(waitUntil(timeout: 5) { (try? self.readProps(id)["width"]) == String(format: "%.6f", width) }, tag)
             try play(tag: tag, seed: 3)
             XCTAssertTrue(client.isRunning, client.log)
             client.stop()
-            let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: try entries(weights, tag: tag),
-                                               segments: [.init(wet: 1, dry: 0)], played: nil, workDirectory: daemon.runtimeDirectory)
+            let result = try RecordJudge.judge(
+                record, inputs: 2, outputs: 2, entries: try entries(weights, tag: tag),
+                segments: [.init(wet: 1, dry: 0)], played: nil, workDirectory: daemon.runtimeDirectory)
             RecordJudge.assertExact(result, outputs: 2, label: "width \(width)")
         }
     }
 
     func testStatisticsPropertiesAppearAndMove() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
-        let client = try ModuleClient.start(daemon, name: "conv-stats",
-                                            arguments: "node.name = conv-stats filename = \"\(path("ir.wav"))\" workgroup = { split = on }")
+        let client = try ModuleClient.start(
+            daemon, name: "conv-stats",
+            arguments: "node.name = conv-stats filename = \"\(path("ir.wav"))\" workgroup = { split = on }")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-stats", count: 4, timeout: 30)
         // Linked to a recorder, the node runs every cycle.
-        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-stats"), "--format", "f32",
-                                         "--channels", "2", path("stats.wav")], logName: "rec-stats.log")
+        let recorder = try daemon.spawn(
+            [
+                "pw-record", "-P", PlayThrough.streamProperties("rec-stats"), "--format", "f32",
+                "--channels", "2", path("stats.wav"),
+            ], logName: "rec-stats.log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: "rec-stats", count: 2)
         for position in positions { try daemon.link("conv-stats:output_\(position)", "rec-stats:input_\(position)") }
@@ -148,13 +157,17 @@ final class ControlTests: XCTestCase {
             (value as? Double) ?? (value as? Int).map(Double.init) ?? (value as? String).flatMap(Double.init)
         }
         var first: [String: Any] = [:]
-        XCTAssertTrue(waitUntil(timeout: 5) {
-            first = (try? statistics()) ?? [:]
-            return (number(first["convolver.calls"]) ?? 0) > 0
-        }, "statistics: \(first)")
-        for key in ["convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.late-cycles-own", "convolver.missed-cycles",
-                    "convolver.late-levels", "convolver.helper-margin-p99-us", "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan", "convolver.rate",
-                    "convolver.split-parts", "convolver.late-splits"] {
+        XCTAssertTrue(
+            waitUntil(timeout: 5) {
+                first = (try? statistics()) ?? [:]
+                return (number(first["convolver.calls"]) ?? 0) > 0
+            }, "statistics: \(first)")
+        for key in [
+            "convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.late-cycles-own", "convolver.missed-cycles",
+            "convolver.late-levels", "convolver.helper-margin-p99-us", "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan",
+            "convolver.rate",
+            "convolver.split-parts", "convolver.late-splits",
+        ] {
             XCTAssertNotNil(first[key], "\(key) missing in \(first)")
         }
         // split = on: the head's per-output work of the two outputs goes to two parts.
@@ -167,8 +180,9 @@ final class ControlTests: XCTestCase {
         // ~187 calls/s at q=256, 48 kHz; generous bounds (noisy VM).
         XCTAssertGreaterThan(callsAfter - callsBefore, 100)
         XCTAssertGreaterThan(try XCTUnwrap(number(second["convolver.busy-p99-us"])), 0)
-        XCTAssertGreaterThanOrEqual(try XCTUnwrap(number(second["convolver.busy-max-us"])),
-                                    try XCTUnwrap(number(second["convolver.busy-p99-us"])))
+        XCTAssertGreaterThanOrEqual(
+            try XCTUnwrap(number(second["convolver.busy-max-us"])),
+            try XCTUnwrap(number(second["convolver.busy-p99-us"])))
         XCTAssertEqual(number(second["convolver.rate"]), 48000)
     }
 
@@ -179,8 +193,11 @@ final class ControlTests: XCTestCase {
         let client = try ModuleClient.start(daemon, name: "conv-swap", arguments: "node.name = conv-swap filename = \"builtin:dirac\"")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-swap", count: 4, timeout: 30)
-        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-swap"), "--format", "f32",
-                                         "--channels", "2", path("swap.wav")], logName: "rec-swap.log")
+        let recorder = try daemon.spawn(
+            [
+                "pw-record", "-P", PlayThrough.streamProperties("rec-swap"), "--format", "f32",
+                "--channels", "2", path("swap.wav"),
+            ], logName: "rec-swap.log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: "rec-swap", count: 2)
         for position in positions { try daemon.link("conv-swap:output_\(position)", "rec-swap:input_\(position)") }

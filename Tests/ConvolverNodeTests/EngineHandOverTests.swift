@@ -1,7 +1,8 @@
-@testable import ConvolverNode
 import Foundation
 import Workgroup
 import XCTest
+
+@testable import ConvolverNode
 
 /// The data thread's side of an engine hand-over, driven call by call without PipeWire: a
 /// re-plan offered "in silence" is taken only once the engine in use has had silent input for

@@ -49,10 +49,11 @@ final class FaultTests: XCTestCase {
         let loadSeconds = 4.0, recoverySeconds = 6.0
         try TestSignals.write(TestSignals.noise(seconds: 2 + loadSeconds + recoverySeconds, leadOut: 2.5), to: path("input.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-starved")
-        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-starved",
-                                         arguments: "node.name = conv-starved audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
-                                             + record.argument,
-                                         launcher: ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: "conv-starved",
+            arguments: "node.name = conv-starved audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                + record.argument,
+            launcher: ["setpriv", "--inh-caps=-sys_nice", "--bounding-set=-sys_nice"])
         defer { host.client.stop() }
         XCTAssertEqual(try statistic("conv-starved", "convolver.helper-realtime"), "0", "helpers must run without RT here")
         // PipeWire's data thread: "pipewire" in 0.3.65, "data-loop.0" in 1.x.
@@ -64,12 +65,14 @@ final class FaultTests: XCTestCase {
         defer { hogs.forEach { $0.stop() } }
         var counts: [String: Int] = [:]
         try PlayThrough(daemon: daemon, nodeName: "conv-starved")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2 + loadSeconds + recoverySeconds + 2.5,
-                 tailSeconds: 0.3, tag: "starved") {
+            .run(
+                inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2 + loadSeconds + recoverySeconds + 2.5,
+                tailSeconds: 0.3, tag: "starved"
+            ) {
                 usleep(1_500_000)
                 counts["before"] = try lateLevels("conv-starved")
                 for tid in Self.threadIDs(ofProcessesMentioning: "-starved", except: host.processID)
-                    where sched_getscheduler(tid) == SCHED_OTHER {
+                where sched_getscheduler(tid) == SCHED_OTHER {
                     _ = Self.setFifo(tid, priority: 2)
                 }
                 // Bounded busy loops (timeout), killed at the end in any case.
@@ -77,22 +80,27 @@ final class FaultTests: XCTestCase {
                 for index in 0..<cores {
                     // Each loop ends itself: under SCHED_FIFO hogs nothing else (no `timeout`, not
                     // this test) may get the CPU in time to stop it.
-                    hogs.append(try daemon.spawn(["chrt", "-f", "1", "/usr/bin/python3", "-c",
-                                                  "import time\nend = time.monotonic() + \(loadSeconds)\nwhile time.monotonic() < end: pass"],
-                                                 logName: "hog\(index).log"))
+                    hogs.append(
+                        try daemon.spawn(
+                            [
+                                "chrt", "-f", "1", "/usr/bin/python3", "-c",
+                                "import time\nend = time.monotonic() + \(loadSeconds)\nwhile time.monotonic() < end: pass",
+                            ],
+                            logName: "hog\(index).log"))
                 }
                 usleep(UInt32(loadSeconds * 1_000_000))
                 _ = hogs.map { $0.waitForExit(timeout: 5) }
                 hogs.forEach { $0.stop() }
                 hogs = []
-                usleep(1_500_000)   // statistics are published once a second
+                usleep(1_500_000)  // statistics are published once a second
                 counts["underLoad"] = try lateLevels("conv-starved")
                 usleep(UInt32((recoverySeconds - 1.5) * 1_000_000))
                 counts["recovered"] = try lateLevels("conv-starved")
             }
         let before = counts["before"] ?? -1, underLoad = counts["underLoad"] ?? -1, recovered = counts["recovered"] ?? -1
-        print("late levels: before \(before), after \(loadSeconds) s of load \(underLoad), \(recoverySeconds - 1.5) s later \(recovered); "
-              + "node late cycles (call ended after the cycle's deadline): \((try? statistic("conv-starved", "convolver.late-cycles")) ?? "?")")
+        print(
+            "late levels: before \(before), after \(loadSeconds) s of load \(underLoad), \(recoverySeconds - 1.5) s later \(recovered); "
+                + "node late cycles (call ended after the cycle's deadline): \((try? statistic("conv-starved", "convolver.late-cycles")) ?? "?")")
         XCTAssertGreaterThan(underLoad, before, "starved helpers must show up as late levels")
         // Recovered: the count stops rising (a little slack for the shared, noisy machine).
         XCTAssertLessThanOrEqual(recovered - underLoad, max(2, (underLoad - before) / 20), "late levels kept rising after the load ended")
@@ -114,8 +122,9 @@ final class FaultTests: XCTestCase {
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return processes.compactMap { pid_t($0) }.filter { $0 != excluded && $0 != getpid() }.flatMap { pid -> [pid_t] in
             guard let commandLine = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline"),
-                  String(decoding: commandLine, as: UTF8.self).contains(text),
-                  let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [] }
+                String(decoding: commandLine, as: UTF8.self).contains(text),
+                let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")
+            else { return [] }
             return tasks.compactMap { pid_t($0) }
         }
     }
@@ -165,8 +174,9 @@ final class FaultTests: XCTestCase {
         XCTAssertTrue(again.isRunning)
         // Like pw-play, the client reads client-rt.conf: module-rt makes its helpers real-time
         // (statistics are published once a second).
-        XCTAssertTrue(waitUntil(timeout: 5) { ["1", "true"].contains((try? self.statistic("conv-standalone", "convolver.helper-realtime")) ?? "") },
-                      "standalone helpers must be real-time: \((try? statistic("conv-standalone", "convolver.helper-realtime")) ?? "?")")
+        XCTAssertTrue(
+            waitUntil(timeout: 5) { ["1", "true"].contains((try? self.statistic("conv-standalone", "convolver.helper-realtime")) ?? "") },
+            "standalone helpers must be real-time: \((try? statistic("conv-standalone", "convolver.helper-realtime")) ?? "?")")
         again.interrupt()
         again.waitUntilExit()
         XCTAssertEqual(again.terminationReason, .exit, "SIGINT reaches the main loop, not a thread that dies of it")
@@ -182,9 +192,10 @@ final class FaultTests: XCTestCase {
         try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds + 1), to: path("input.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-storm")
-        let client = try ModuleClient.start(daemon, name: "conv-storm",
-                                            arguments: "node.name = conv-storm audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
-                                                + record.argument)
+        let client = try ModuleClient.start(
+            daemon, name: "conv-storm",
+            arguments: "node.name = conv-storm audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                + record.argument)
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-storm", count: 4, timeout: 30)
         var switches = 0
@@ -221,9 +232,10 @@ final class FaultTests: XCTestCase {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds), to: path("input.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-stalls")
-        let client = try ModuleClient.start(daemon, name: "conv-stalls",
-                                            arguments: "node.name = conv-stalls audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
-                                                + record.argument)
+        let client = try ModuleClient.start(
+            daemon, name: "conv-stalls",
+            arguments: "node.name = conv-stalls audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                + record.argument)
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-stalls", count: 4, timeout: 30)
         var hogs: [BackgroundProcess] = []
@@ -232,15 +244,20 @@ final class FaultTests: XCTestCase {
             .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: seconds, tailSeconds: 0.3, tag: "stalls") {
                 // One hog per core, stalling together 2, 3, ... s into the playback.
                 for core in 0..<ProcessInfo.processInfo.activeProcessorCount {
-                    hogs.append(try daemon.spawn(["chrt", "-f", "99", "/usr/bin/python3", "-c", """
-                        import os, time
-                        os.sched_setaffinity(0, {\(core)})
-                        start = time.monotonic()
-                        for stall in range(\(stalls)):
-                            time.sleep(max(0, start + 2 + stall - time.monotonic()))
-                            end = time.monotonic() + \(stallMilliseconds) / 1000
-                            while time.monotonic() < end: pass
-                        """], logName: "stall-hog\(core).log"))
+                    hogs.append(
+                        try daemon.spawn(
+                            [
+                                "chrt", "-f", "99", "/usr/bin/python3", "-c",
+                                """
+                                import os, time
+                                os.sched_setaffinity(0, {\(core)})
+                                start = time.monotonic()
+                                for stall in range(\(stalls)):
+                                    time.sleep(max(0, start + 2 + stall - time.monotonic()))
+                                    end = time.monotonic() + \(stallMilliseconds) / 1000
+                                    while time.monotonic() < end: pass
+                                """,
+                            ], logName: "stall-hog\(core).log"))
                 }
                 for hog in hogs { XCTAssertTrue(hog.waitForExit(timeout: seconds + 10), "hog log:\n\(hog.log)") }
             }
@@ -252,8 +269,9 @@ final class FaultTests: XCTestCase {
         client.stop()  // the node writes its record when it is destroyed
 
         try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-            .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "stalls",
-                         allowedUnmatched: stalls * 1024)
+            .assertExact(
+                entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "stalls",
+                allowedUnmatched: stalls * 1024)
     }
 
     // MARK: - Denormals
@@ -270,9 +288,11 @@ final class FaultTests: XCTestCase {
         let rate = 48000, blockSize = 256
         var random = TestSignals.Random(state: 7)
         let impulse = (0..<(2 * rate)).map { index in expf(-Float(index) / Float(rate) * 3) * random.next() }
-        let engine = try ConvolutionEngine(matrix: .init(inputCount: 1, outputCount: 1,
-                                                         entries: [.init(input: 0, output: 0, impulse: impulse)]),
-                                           configuration: .init(expectedBlockSize: blockSize))
+        let engine = try ConvolutionEngine(
+            matrix: .init(
+                inputCount: 1, outputCount: 1,
+                entries: [.init(input: 0, output: 0, impulse: impulse)]),
+            configuration: .init(expectedBlockSize: blockSize))
         let input = UnsafeMutablePointer<Float>.allocate(capacity: blockSize)
         let output = UnsafeMutablePointer<Float>.allocate(capacity: blockSize)
         defer { input.deallocate(); output.deallocate() }

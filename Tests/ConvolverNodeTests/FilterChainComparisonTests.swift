@@ -18,8 +18,10 @@ final class FilterChainComparisonTests: XCTestCase {
     override func setUpWithError() throws {
         try BuildProducts.requireModule()
         // Debian 12's PipeWire 0.3.65 ships no filter-chain/ sink configs; 1.4.2's package does.
-        try XCTSkipUnless(PipeWireInstallation.isOneDotX, "PipeWire \(PipeWireInstallation.version) ships no "
-                          + "sink-virtual-surround-7.1-hesuvi.conf; this comparison runs on PipeWire 1.4.2 (make test-pipewire-1.4)")
+        try XCTSkipUnless(
+            PipeWireInstallation.isOneDotX,
+            "PipeWire \(PipeWireInstallation.version) ships no "
+                + "sink-virtual-surround-7.1-hesuvi.conf; this comparison runs on PipeWire 1.4.2 (make test-pipewire-1.4)")
         daemon = try PrivatePipeWire(name: "filter-chain-hesuvi")
         try daemon.setQuantum(Self.quantum)
     }
@@ -36,7 +38,8 @@ final class FilterChainComparisonTests: XCTestCase {
     /// PipeWire's shipped config as a `pipewire -c` client: the context it needs before its module,
     /// the HRIR's path made absolute, and its streams left for the test to link.
     private func filterChainConfig(hrir: String) throws -> String {
-        let shippedPath = (ProcessInfo.processInfo.environment["PIPEWIRE_CONFIG_DIR"] ?? "/usr/share/pipewire")
+        let shippedPath =
+            (ProcessInfo.processInfo.environment["PIPEWIRE_CONFIG_DIR"] ?? "/usr/share/pipewire")
             + "/filter-chain/sink-virtual-surround-7.1-hesuvi.conf"
         let shipped = try String(contentsOfFile: shippedPath, encoding: .utf8)
         guard shipped.contains("\"hrir_hesuvi/hrir.wav\""), shipped.contains("context.modules = [") else {
@@ -45,17 +48,20 @@ final class FilterChainComparisonTests: XCTestCase {
         return """
             context.properties = { log.level = 2 }
             context.spa-libs = { audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }
-            """ + "\n" + shipped
-            .replacingOccurrences(of: "\"hrir_hesuvi/hrir.wav\"", with: "\"\(hrir)\"")
-            .replacingOccurrences(of: "capture.props = {", with: "capture.props = { node.autoconnect = false")
-            .replacingOccurrences(of: "playback.props = {", with: "playback.props = { node.autoconnect = false")
-            .replacingOccurrences(of: "context.modules = [", with: """
-                context.modules = [
-                    { name = libpipewire-module-rt args = { rtkit.enabled = false rtportal.enabled = false } flags = [ ifexists nofail ] }
-                    { name = libpipewire-module-protocol-native }
-                    { name = libpipewire-module-client-node }
-                    { name = libpipewire-module-adapter }
-                """)
+            """ + "\n"
+                + shipped
+                .replacingOccurrences(of: "\"hrir_hesuvi/hrir.wav\"", with: "\"\(hrir)\"")
+                .replacingOccurrences(of: "capture.props = {", with: "capture.props = { node.autoconnect = false")
+                .replacingOccurrences(of: "playback.props = {", with: "playback.props = { node.autoconnect = false")
+                .replacingOccurrences(
+                    of: "context.modules = [",
+                    with: """
+                        context.modules = [
+                            { name = libpipewire-module-rt args = { rtkit.enabled = false rtportal.enabled = false } flags = [ ifexists nofail ] }
+                            { name = libpipewire-module-protocol-native }
+                            { name = libpipewire-module-client-node }
+                            { name = libpipewire-module-adapter }
+                        """)
     }
 
     private struct Comparison: Decodable {
@@ -79,9 +85,13 @@ final class FilterChainComparisonTests: XCTestCase {
         try filterChainConfig(hrir: path("hrir.wav")).write(toFile: path("filter-chain.conf"), atomically: true, encoding: .utf8)
         background.append(try daemon.spawn(["pipewire", "-c", path("filter-chain.conf")], logName: "filter-chain.log"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "convolver-surround")
-        let ours = try ShippedConfig.text("swift-convolver-virtual-surround-7.1-hesuvi.conf", record: record,
-                                          irDirectory: daemon.runtimeDirectory)
-            .replacingOccurrences(of: "mode             = sink", with: """
+        let ours = try ShippedConfig.text(
+            "swift-convolver-virtual-surround-7.1-hesuvi.conf", record: record,
+            irDirectory: daemon.runtimeDirectory
+        )
+        .replacingOccurrences(
+            of: "mode             = sink",
+            with: """
                 mode = sink capture.props = { node.autoconnect = false } playback.props = { node.autoconnect = false }
                 """)
         try ours.write(toFile: path("ours.conf"), atomically: true, encoding: .utf8)
@@ -95,29 +105,41 @@ final class FilterChainComparisonTests: XCTestCase {
         try miswired.write(toFile: path("miswired.conf"), atomically: true, encoding: .utf8)
         background.append(try daemon.spawn(["pipewire", "-c", path("miswired.conf")], logName: "miswired.log"))
         let theirs = (input: "effect_input.virtual-surround-7.1-hesuvi", output: "effect_output.virtual-surround-7.1-hesuvi")
-        for (node, count) in [(theirs.input, 8), (theirs.output, 2), ("convolver-surround", 16), ("output.convolver-surround", 2),
-                              ("miswired", 16), ("output.miswired", 2)] {
+        for (node, count) in [
+            (theirs.input, 8), (theirs.output, 2), ("convolver-surround", 16), ("output.convolver-surround", 2),
+            ("miswired", 16), ("output.miswired", 2),
+        ] {
             try daemon.waitForPorts(ofNode: node, count: count, timeout: 60)
         }
 
         // Noise only once every link is in place (four per input, made one by one).
         let leadIn = 0.5 + 0.45 * Double(Self.positions.count), seconds = 2.0
-        try TestSignals.write(TestSignals.noise(seconds: seconds, channels: Self.positions.count, leadIn: leadIn, leadOut: 0.3),
-                              to: path("input.wav"))
+        try TestSignals.write(
+            TestSignals.noise(seconds: seconds, channels: Self.positions.count, leadIn: leadIn, leadOut: 0.3),
+            to: path("input.wav"))
         let recorded = Self.positions.map { "input_\($0)" } + ["theirs_FL", "theirs_FR", "ours_FL", "ours_FR", "miswired_FL", "miswired_FR"]
-        let recorder = try daemon.spawn([try SyncRecorder.executable.get(), "rec", (0..<recorded.count).map { "AUX\($0)" }.joined(separator: ","),
-                                         path("rec.f32"), "60"], logName: "rec.log")
+        let recorder = try daemon.spawn(
+            [
+                try SyncRecorder.executable.get(), "rec", (0..<recorded.count).map { "AUX\($0)" }.joined(separator: ","),
+                path("rec.f32"), "60",
+            ], logName: "rec.log")
         background.append(recorder)
         try daemon.waitForPorts(ofNode: "rec", count: recorded.count)
-        for (index, output) in ["\(theirs.output):output_FL", "\(theirs.output):output_FR",
-                                "output.convolver-surround:output_FL", "output.convolver-surround:output_FR",
-                                "output.miswired:output_FL", "output.miswired:output_FR"].enumerated() {
+        for (index, output) in [
+            "\(theirs.output):output_FL", "\(theirs.output):output_FR",
+            "output.convolver-surround:output_FL", "output.convolver-surround:output_FR",
+            "output.miswired:output_FL", "output.miswired:output_FR",
+        ].enumerated() {
             try daemon.link(output, "rec:input_AUX\(Self.positions.count + index)")
         }
-        let player = try daemon.spawn(["pw-play", "-P", "{ node.name = play node.want-driver = false node.autoconnect = false "
-                                       + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }",
-                                       "--channels", "\(Self.positions.count)", "--channel-map", Self.positions.joined(separator: ","),
-                                       path("input.wav")], logName: "play.log")
+        let player = try daemon.spawn(
+            [
+                "pw-play", "-P",
+                "{ node.name = play node.want-driver = false node.autoconnect = false "
+                    + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }",
+                "--channels", "\(Self.positions.count)", "--channel-map", Self.positions.joined(separator: ","),
+                path("input.wav"),
+            ], logName: "play.log")
         background.append(player)
         try daemon.waitForPorts(ofNode: "play", count: Self.positions.count)
         for (index, position) in Self.positions.enumerated() {
@@ -130,22 +152,26 @@ final class FilterChainComparisonTests: XCTestCase {
         usleep(300_000)
         recorder.interrupt()
         XCTAssertTrue(client.isRunning, client.log)
-        client.stop()   // writes the record
+        client.stop()  // writes the record
 
         // Our node: numpy's 8x2 convolution of its own input (the mapping written out independently of the config).
-        let leftRight: [String: (Int, Int)] = ["FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
-                                                "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9)]
+        let leftRight: [String: (Int, Int)] = [
+            "FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
+            "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9),
+        ]
         let entries = try Self.positions.enumerated().flatMap { input, position -> [ImpulseEntry] in
             let (left, right) = try XCTUnwrap(leftRight[position])
             return [.init(input, 0, path("hrir.wav"), left), .init(input, 1, path("hrir.wav"), right)]
         }
-        let dsp = try RecordJudge.judge(record, inputs: 8, outputs: 2, entries: entries, segments: [.init(wet: 1, dry: 0)],
-                                        played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        let dsp = try RecordJudge.judge(
+            record, inputs: 8, outputs: 2, entries: entries, segments: [.init(wet: 1, dry: 0)],
+            played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(dsp, outputs: 2, label: "convolver-surround")
 
         // Beside filter-chain, frame for frame.
         struct Spec: Encodable { var recording: String, channels: Int, ours: [Int], theirs: [Int], miswired: [Int] }
-        let comparison: Comparison = try JudgeScript.run("judge_against_filter_chain.py",
+        let comparison: Comparison = try JudgeScript.run(
+            "judge_against_filter_chain.py",
             Spec(recording: path("rec.f32"), channels: recorded.count, ours: [10, 11], theirs: [8, 9], miswired: [12, 13]),
             workDirectory: daemon.runtimeDirectory)
         print("HeSuVi beside filter-chain \(PipeWireInstallation.version): \(comparison)")

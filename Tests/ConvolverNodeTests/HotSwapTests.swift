@@ -59,8 +59,10 @@ final class HotSwapTests: XCTestCase {
     /// node then rightly passes the gap on. A sine keeps x[n+1] = 2·cos(ω)·x[n] − x[n−1]; a step
     /// threshold alone missed gaps that start near a zero crossing (a 1.6× step passed for a click).
     /// Returns the step and how many input glitches were left out.
-    private func largestStep(_ output: [[Float]], input: [[Float]], _ range: Range<Int>, inputLimit: Float,
-                             dropouts: inout Int) -> (Float, Int) {
+    private func largestStep(
+        _ output: [[Float]], input: [[Float]], _ range: Range<Int>, inputLimit: Float,
+        dropouts: inout Int
+    ) -> (Float, Int) {
         var largest: Float = 0
         var glitches = 0
         let twoCosine = Float(2 * cos(2 * Double.pi * Self.sineHertz / 48000))
@@ -69,8 +71,9 @@ final class HotSwapTests: XCTestCase {
             guard end > range.lowerBound else { continue }
             var nearInputGap = [Bool](repeating: false, count: end + 1)
             for frame in max(1, range.lowerBound)..<end
-                where abs(channel[frame + 1] - twoCosine * channel[frame] + channel[frame - 1]) > 1e-4
-                    || abs(channel[frame + 1] - channel[frame]) > inputLimit {
+            where abs(channel[frame + 1] - twoCosine * channel[frame] + channel[frame - 1]) > 1e-4
+                || abs(channel[frame + 1] - channel[frame]) > inputLimit
+            {
                 glitches += 1
                 for near in max(range.lowerBound, frame - 8)...min(end, frame + 8) { nearInputGap[near] = true }
             }
@@ -91,12 +94,17 @@ final class HotSwapTests: XCTestCase {
     /// returns (steady max step, max step over the swaps, crossfades counted, the node's own late
     /// cycles added (`convolver.late-cycles-own`: its CPU time and waits passed the period), dropouts), all from the node's own
     /// record; the recording is held to the record (`GraphJudge`).
-    private func swapDuringPlayback(crossfade: String, tag: String, swapCount: Int = 4)
-        throws -> (steady: Float, swapping: Float, crossfades: Int, lateCycles: Int, dropouts: Int) {
+    private func swapDuringPlayback(
+        crossfade: String, tag: String, swapCount: Int = 4
+    )
+        throws -> (steady: Float, swapping: Float, crossfades: Int, lateCycles: Int, dropouts: Int)
+    {
         let node = "conv-\(tag)"
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: node)
-        let client = try ModuleClient.start(daemon, name: node, arguments: "node.name = \(node) filename = \"\(path("direct.wav"))\" "
-                                                + "crossfade = \(crossfade) \(record.argument)")
+        let client = try ModuleClient.start(
+            daemon, name: node,
+            arguments: "node.name = \(node) filename = \"\(path("direct.wav"))\" "
+                + "crossfade = \(crossfade) \(record.argument)")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
         let id = try XCTUnwrap(try daemon.nodeProperties(node)).id
@@ -125,8 +133,10 @@ final class HotSwapTests: XCTestCase {
         XCTAssertTrue(client.isRunning, client.log)
 
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec-\(tag).f32"), played: path("sine.wav"),
-                        workDirectory: daemon.runtimeDirectory).assertGraphPath(label: tag)
+        try LiveVerdict(
+            record: record, recording: path("rec-\(tag).f32"), played: path("sine.wav"),
+            workDirectory: daemon.runtimeDirectory
+        ).assertGraphPath(label: tag)
         let calls = try record.frames(channels: 4)
         let input = calls[0], output = Array(calls[2...3])
         let first = try XCTUnwrap(input.firstIndex { $0 != 0 })
@@ -135,10 +145,12 @@ final class HotSwapTests: XCTestCase {
         // The sine's own largest step, ×2: a larger step of the input is a gap of the player.
         let inputLimit = 2 * Float(0.3 * 2 * Double.pi * Self.sineHertz / 48000)
         var dropouts = 0
-        let (steady, steadyGlitches) = largestStep(output, input: recorded, (first + 4800)..<(first + 38400),
-                                                   inputLimit: inputLimit, dropouts: &dropouts)   // before the first swap (~1 s into the sine)
-        let (swapping, swapGlitches) = largestStep(output, input: recorded, (first + 38400)..<(last - 4800), inputLimit: inputLimit,
-                                                   dropouts: &dropouts)
+        let (steady, steadyGlitches) = largestStep(
+            output, input: recorded, (first + 4800)..<(first + 38400),
+            inputLimit: inputLimit, dropouts: &dropouts)  // before the first swap (~1 s into the sine)
+        let (swapping, swapGlitches) = largestStep(
+            output, input: recorded, (first + 38400)..<(last - 4800), inputLimit: inputLimit,
+            dropouts: &dropouts)
         print("\(tag): input gaps left out: \(steadyGlitches) steady, \(swapGlitches) while swapping; output dropouts \(dropouts)")
         return (steady, swapping, crossfadesAfter - crossfadesBefore, lateAfter - lateBefore, dropouts)
     }
@@ -150,8 +162,9 @@ final class HotSwapTests: XCTestCase {
         try writeImpulses()
         let sineStep = Float(0.3 * 2 * Double.pi * Self.sineHertz / 48000)
         let faded = try swapDuringPlayback(crossfade: "\"50ms\"", tag: "fade")
-        print("hot-swap crossfade 50 ms: steady max step \(faded.steady), max step while swapping \(faded.swapping), "
-              + "crossfades \(faded.crossfades), own late cycles added \(faded.lateCycles)")
+        print(
+            "hot-swap crossfade 50 ms: steady max step \(faded.steady), max step while swapping \(faded.swapping), "
+                + "crossfades \(faded.crossfades), own late cycles added \(faded.lateCycles)")
         XCTAssertGreaterThan(faded.steady, 0.001, "the sine reached the output")
         XCTAssertEqual(faded.dropouts, 0, "the node's output has no dropouts")
         XCTAssertLessThanOrEqual(faded.steady, sineStep * 1.1)
@@ -160,8 +173,9 @@ final class HotSwapTests: XCTestCase {
         XCTAssertEqual(faded.lateCycles, 0)
 
         let hard = try swapDuringPlayback(crossfade: "0", tag: "hard")
-        print("hot-swap crossfade 0: steady max step \(hard.steady), max step while swapping \(hard.swapping), "
-              + "crossfades \(hard.crossfades)")
+        print(
+            "hot-swap crossfade 0: steady max step \(hard.steady), max step while swapping \(hard.swapping), "
+                + "crossfades \(hard.crossfades)")
         XCTAssertGreaterThan(hard.swapping, hard.steady * 10, "a hard switch clicks: the measurement can fail")
         XCTAssertEqual(hard.crossfades, 0)
     }
@@ -176,16 +190,18 @@ final class HotSwapTests: XCTestCase {
         let id = try XCTUnwrap(try daemon.nodeProperties(node)).id
         try "not audio".write(toFile: path("text.wav"), atomically: true, encoding: .utf8)
         try setProps(id, "\"filename\" \"\(path("text.wav"))\"")
-        XCTAssertTrue(waitUntil(timeout: 10) { client.log.contains("keeping the current IR") && client.log.contains("text.wav") },
-                      client.log.suffix(2000).description)
+        XCTAssertTrue(
+            waitUntil(timeout: 10) { client.log.contains("keeping the current IR") && client.log.contains("text.wav") },
+            client.log.suffix(2000).description)
         XCTAssertEqual(property(node, "convolver.ir"), path("direct.wav"))
         XCTAssertEqual(property(node, "convolver.swaps"), "0")
         XCTAssertTrue(client.isRunning)
 
         // The crossfade time is a Props param too: set, read back; a bad value is refused.
         try setProps(id, "\"crossfade\" 0.2")
-        XCTAssertTrue(waitUntil(timeout: 5) { (try? self.propsText(id))?.contains("\"crossfade\"\n      Float 0.200000") == true },
-                      (try? propsText(id)) ?? "")
+        XCTAssertTrue(
+            waitUntil(timeout: 5) { (try? self.propsText(id))?.contains("\"crossfade\"\n      Float 0.200000") == true },
+            (try? propsText(id)) ?? "")
         try setProps(id, "\"crossfade\" -1")
         XCTAssertTrue(waitUntil(timeout: 5) { client.log.contains("Props ignored") && client.log.contains("crossfade") })
         XCTAssertTrue(try propsText(id).contains("Float 0.200000"))
@@ -203,7 +219,8 @@ final class HotSwapTests: XCTestCase {
     /// VmRSS of a process, in kB.
     private func residentKilobytes(_ pid: Int32) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return nil }
         return Int(line.split(separator: " ").dropFirst().first ?? "")
     }
 
@@ -217,8 +234,11 @@ final class HotSwapTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
         let id = try XCTUnwrap(try daemon.nodeProperties(node)).id
-        let recorder = try daemon.spawn(["pw-record", "-P", PlayThrough.streamProperties("rec-leak"), "--format", "f32",
-                                         "--channels", "2", path("leak.wav")], logName: "rec-leak.log")
+        let recorder = try daemon.spawn(
+            [
+                "pw-record", "-P", PlayThrough.streamProperties("rec-leak"), "--format", "f32",
+                "--channels", "2", path("leak.wav"),
+            ], logName: "rec-leak.log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: "rec-leak", count: 2)
         for position in positions { try daemon.link("\(node):output_\(position)", "rec-leak:input_\(position)") }
@@ -244,13 +264,14 @@ final class HotSwapTests: XCTestCase {
         let callsStart = Int(property(node, "convolver.calls") ?? "") ?? 0
         let swapsStart = Int(property(node, "convolver.swaps") ?? "") ?? 0
         try swap(for: seconds)
-        usleep(1_500_000)   // the last builds finish, retired engines are freed, statistics published
+        usleep(1_500_000)  // the last builds finish, retired engines are freed, statistics published
         let rssEnd = try XCTUnwrap(residentKilobytes(pid))
         let callsEnd = Int(property(node, "convolver.calls") ?? "") ?? 0
         let swapsEnd = Int(property(node, "convolver.swaps") ?? "") ?? 0
         let late = property(node, "convolver.late-cycles") ?? "-"
-        print("swap every 100 ms for \(seconds) s: \(swapsRequested) requested, \(swapsEnd - swapsStart) installed after warm-up, "
-              + "RSS \(rssStart) → \(rssEnd) kB (growth \(rssEnd - rssStart) kB), calls +\(callsEnd - callsStart), late cycles \(late)")
+        print(
+            "swap every 100 ms for \(seconds) s: \(swapsRequested) requested, \(swapsEnd - swapsStart) installed after warm-up, "
+                + "RSS \(rssStart) → \(rssEnd) kB (growth \(rssEnd - rssStart) kB), calls +\(callsEnd - callsStart), late cycles \(late)")
         XCTAssertTrue(client.isRunning, client.log)
         XCTAssertLessThan(rssEnd - rssStart, 1024, "RSS grew by more than 1 MB")
         // Each Props change is a build; installed swaps lag at most by the builds still queued.

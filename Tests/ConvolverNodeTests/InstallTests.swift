@@ -33,22 +33,26 @@ final class InstallTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
         try make(["install", "HOME=\(home)"])
         let installed = entriesOtherThanDirectories(under: home)
-        for expected in [".local/bin/pw-convolver", ".local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so",
-                         ".config/pipewire/pipewire.conf.d/swift-convolver.conf",
-                         ".config/systemd/user/swift-convolver.service",
-                         ".config/systemd/user/pipewire.service.d/swift-convolver.conf",
-                         ".local/share/swift-convolver/swift-convolver.conf",
-                         ".local/share/swift-convolver/swift-convolver-virtual-surround-7.1-hesuvi.conf"] {
+        for expected in [
+            ".local/bin/pw-convolver", ".local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so",
+            ".config/pipewire/pipewire.conf.d/swift-convolver.conf",
+            ".config/systemd/user/swift-convolver.service",
+            ".config/systemd/user/pipewire.service.d/swift-convolver.conf",
+            ".local/share/swift-convolver/swift-convolver.conf",
+            ".local/share/swift-convolver/swift-convolver-virtual-surround-7.1-hesuvi.conf",
+        ] {
             XCTAssertTrue(installed.contains(expected), "\(expected) not in \(installed)")
         }
         // The unit runs the installed binary.
         let unit = try String(contentsOfFile: home + "/.config/systemd/user/swift-convolver.service", encoding: .utf8)
         XCTAssertTrue(unit.contains("ExecStart=\(home)/.local/bin/pw-convolver run --sink"), unit)
         // The module dir PipeWire gets from the installed systemd drop-in.
-        let environmentDropIn = try String(contentsOfFile: home + "/.config/systemd/user/pipewire.service.d/swift-convolver.conf",
-                                           encoding: .utf8)
-        let moduleDirectory = try XCTUnwrap(environmentDropIn.split(separator: "\n")
-            .first { $0.hasPrefix("Environment=PIPEWIRE_MODULE_DIR=") }.map { String($0.dropFirst("Environment=PIPEWIRE_MODULE_DIR=".count)) })
+        let environmentDropIn = try String(
+            contentsOfFile: home + "/.config/systemd/user/pipewire.service.d/swift-convolver.conf",
+            encoding: .utf8)
+        let moduleDirectory = try XCTUnwrap(
+            environmentDropIn.split(separator: "\n")
+                .first { $0.hasPrefix("Environment=PIPEWIRE_MODULE_DIR=") }.map { String($0.dropFirst("Environment=PIPEWIRE_MODULE_DIR=".count)) })
         XCTAssertTrue(moduleDirectory.hasPrefix(home + "/.local/lib/pipewire-0.3:"), moduleDirectory)
 
         XCTAssertTrue(installed.contains(".local/share/man/man1/pw-convolver.1"), "\(installed)")
@@ -59,18 +63,24 @@ final class InstallTests: XCTestCase {
         let system = try IsolatedSystem(directory: daemon.runtimeDirectory + "/isolated")
         defer { system.remove() }
         // The installed client config loads the installed module (not the build directory's).
-        let client = try daemon.spawn(system.command(["pipewire", "-c", home + "/.local/share/swift-convolver/swift-convolver.conf"]),
-                                      logName: "installed-client.log", extraEnvironment: ["PIPEWIRE_MODULE_DIR": moduleDirectory])
+        let client = try daemon.spawn(
+            system.command(["pipewire", "-c", home + "/.local/share/swift-convolver/swift-convolver.conf"]),
+            logName: "installed-client.log", extraEnvironment: ["PIPEWIRE_MODULE_DIR": moduleDirectory])
         defer { client.stop() }
         do {
             try daemon.waitForPorts(ofNode: "swift-convolver", count: 4, timeout: 30)
         } catch {
             throw TestFailure("\(error)\nclient log:\n\(client.log)")
         }
-        XCTAssertTrue(procfsText("/proc/\(client.process.processIdentifier)/maps").contains(home + "/.local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so"), "the installed module is the one loaded")
+        XCTAssertTrue(
+            procfsText("/proc/\(client.process.processIdentifier)/maps").contains(
+                home + "/.local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so"), "the installed module is the one loaded")
         // The installed pw-convolver, as the unit runs it.
-        let standalone = try daemon.spawn(system.command([home + "/.local/bin/pw-convolver", "run", "--sink", "--name", "installed-sink",
-                                                          "--ir", "builtin:dirac"]), logName: "installed-standalone.log")
+        let standalone = try daemon.spawn(
+            system.command([
+                home + "/.local/bin/pw-convolver", "run", "--sink", "--name", "installed-sink",
+                "--ir", "builtin:dirac",
+            ]), logName: "installed-standalone.log")
         defer { standalone.stop() }
         do {
             try daemon.waitForPorts(ofNode: "installed-sink", count: 4, timeout: 30)
@@ -93,8 +103,9 @@ final class InstallTests: XCTestCase {
         XCTAssertTrue(installed.contains("etc/pipewire/pipewire.conf.d/swift-convolver.conf"), "\(installed)")
         XCTAssertTrue(installed.contains("usr/local/lib/systemd/user/swift-convolver.service"), "\(installed)")
         // System-wide, the module goes where PipeWire looks without any environment.
-        XCTAssertTrue(installed.contains { $0.hasSuffix("/pipewire-0.3/libpipewire-module-swift-convolver.so") && !$0.hasPrefix("usr/local") },
-                      "\(installed)")
+        XCTAssertTrue(
+            installed.contains { $0.hasSuffix("/pipewire-0.3/libpipewire-module-swift-convolver.so") && !$0.hasPrefix("usr/local") },
+            "\(installed)")
         XCTAssertFalse(installed.contains { $0.contains("pipewire.service.d") }, "no module-dir drop-in needed system-wide")
         try make(["uninstall", "PREFIX=/usr/local", "DESTDIR=\(destination)"])
         XCTAssertEqual(entriesOtherThanDirectories(under: destination), [], "uninstall left files behind")

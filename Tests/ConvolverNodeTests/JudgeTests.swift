@@ -22,24 +22,31 @@ final class JudgeTests: XCTestCase {
     private func path(_ name: String) -> String { daemon.runtimeDirectory + "/" + name }
 
     /// Plays noise through a node with `fault`, stops it; returns both judges' results.
-    private func playThroughBrokenNode(fault: String, impulseFrames: Int, seconds: Double)
-        throws -> (record: RecordJudge.Result, graph: GraphJudge.Result) {
+    private func playThroughBrokenNode(
+        fault: String, impulseFrames: Int, seconds: Double
+    )
+        throws -> (record: RecordJudge.Result, graph: GraphJudge.Result)
+    {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: impulseFrames), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: seconds, leadOut: Double(impulseFrames) / 48000 + 0.3), to: path("input.wav"))
         let node = "conv-\(fault)"
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: node)
-        let client = try ModuleClient.start(daemon, name: node, arguments: "node.name = \(node) audio.position = [ FL FR ] "
-                                                + "filename = \"\(path("ir.wav"))\" test.fault = \(fault) \(record.argument)")
+        let client = try ModuleClient.start(
+            daemon, name: node,
+            arguments: "node.name = \(node) audio.position = [ FL FR ] "
+                + "filename = \"\(path("ir.wav"))\" test.fault = \(fault) \(record.argument)")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
         try PlayThrough(daemon: daemon, nodeName: node)
             .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: seconds + 1.5, tailSeconds: 0.3, tag: fault)
         client.stop()
         let entries = try ImpulseEntry.parallel(channels: 2, file: path("ir.wav"))
-        let dsp = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: entries, segments: [.init(wet: 1, dry: 0)],
-                                        played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-        let graph = try GraphJudge.judge(recording: path("rec.f32"), record: record, inputs: 2, outputs: 2,
-                                         workDirectory: daemon.runtimeDirectory)
+        let dsp = try RecordJudge.judge(
+            record, inputs: 2, outputs: 2, entries: entries, segments: [.init(wet: 1, dry: 0)],
+            played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        let graph = try GraphJudge.judge(
+            recording: path("rec.f32"), record: record, inputs: 2, outputs: 2,
+            workDirectory: daemon.runtimeDirectory)
         return (dsp, graph)
     }
 
@@ -61,8 +68,9 @@ final class JudgeTests: XCTestCase {
     func testSwappedOutputPortsFailTheGraphJudge() throws {
         let (dsp, graph) = try playThroughBrokenNode(fault: "swap-outputs", impulseFrames: 4800, seconds: 2)
         let outputs = Array((graph.channels ?? []).suffix(2))
-        print("swap-outputs: record wrong frames \(wrongFrames(dsp)); recorded outputs unmatched "
-              + "\(outputs.map(\.unmatchedFrames)), matching record channels \(outputs.map { $0.matchesChannel ?? -1 })")
+        print(
+            "swap-outputs: record wrong frames \(wrongFrames(dsp)); recorded outputs unmatched "
+                + "\(outputs.map(\.unmatchedFrames)), matching record channels \(outputs.map { $0.matchesChannel ?? -1 })")
         XCTAssertEqual(wrongFrames(dsp), [0, 0], "the record is in the node's channel order: right")
         XCTAssertEqual(outputs.count, 2)
         XCTAssertTrue(outputs.allSatisfy { $0.unmatchedFrames > 1000 }, "the graph judge must see the swap")

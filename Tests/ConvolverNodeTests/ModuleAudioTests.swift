@@ -31,8 +31,9 @@ final class ModuleAudioTests: XCTestCase {
     private func startNode(_ name: String, arguments: String) throws -> BackgroundProcess {
         nodeUnderTest = name
         record = NodeRecord(directory: daemon.runtimeDirectory, name: name)
-        let client = try ModuleClient.start(daemon, name: name,
-                                            arguments: "node.name = \(name) audio.position = [ FL FR ] \(record.argument) \(arguments)")
+        let client = try ModuleClient.start(
+            daemon, name: name,
+            arguments: "node.name = \(name) audio.position = [ FL FR ] \(record.argument) \(arguments)")
         do {
             try daemon.waitForPorts(ofNode: name, count: 4, timeout: 30)
         } catch {
@@ -50,8 +51,9 @@ final class ModuleAudioTests: XCTestCase {
         XCTAssertTrue(client.isRunning, "the client survived; log:\n\(client.log)", file: file, line: line)
         client.stop()
         try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
-            .assertExact(entries: try ImpulseEntry.parallel(channels: positions.count, file: impulse), label: nodeUnderTest,
-                         file: file, line: line)
+            .assertExact(
+                entries: try ImpulseEntry.parallel(channels: positions.count, file: impulse), label: nodeUnderTest,
+                file: file, line: line)
     }
 
     func testNodeAndPortsAppear() throws {
@@ -171,8 +173,9 @@ final class ModuleAudioTests: XCTestCase {
     func testIRFileAtAnotherRateAddsNoLatency() throws {
         let cabinet = try ResampleReference.writeCabinet(rate: 44_100, directory: daemon.runtimeDirectory)
         let resampled = try ImpulseResponse.load(cabinet.wav, sampleRate: 48_000)
-        let verdict = try ResampleReference.judge(resampled.channels[0], targetRate: 48_000, of: cabinet,
-                                                  directory: daemon.runtimeDirectory)
+        let verdict = try ResampleReference.judge(
+            resampled.channels[0], targetRate: 48_000, of: cabinet,
+            directory: daemon.runtimeDirectory)
         print("44.1 kHz cabinet at 48 kHz: \(verdict)")
         XCTAssertEqual(verdict.oursPeakFrame, verdict.referencePeakFrame, "\(verdict)")
         XCTAssertLessThanOrEqual(verdict.errorAfterHeadDB, -60, "\(verdict)")
@@ -187,28 +190,32 @@ final class ModuleAudioTests: XCTestCase {
         let cabinet = try ResampleReference.writeCabinet(rate: 44_100, directory: daemon.runtimeDirectory)
         let kept = try ImpulseResponse.load(cabinet.wav, sampleRate: 48_000, options: .init(preRinging: .keep))
         XCTAssertGreaterThan(kept.addedDelayFrames, 0)
-        try assertLatency(ofNodeWith: "filename = \"\(cabinet.wav)\" resample.pre-ringing = keep", name: "conv-kept",
-                          impulse: kept, expected: kept.addedDelayFrames)
+        try assertLatency(
+            ofNodeWith: "filename = \"\(cabinet.wav)\" resample.pre-ringing = keep", name: "conv-kept",
+            impulse: kept, expected: kept.addedDelayFrames)
     }
 
     /// `latency = auto` with a linear-phase FIR (a windowed-sinc low-pass of 401 taps, its peak and
     /// its delay at frame 200): the node reports those 200 frames as its latency.
     func testLatencyAutoReportsALinearPhaseFIRsDelay() throws {
         let taps = (0..<401).map { n -> Float in
-            let x = Double(n - 200) * 0.25   // cutoff at a quarter of the rate's Nyquist band
+            let x = Double(n - 200) * 0.25  // cutoff at a quarter of the rate's Nyquist band
             let sinc = x == 0 ? 1 : sin(Double.pi * x) / (Double.pi * x)
             return Float(0.25 * sinc * (0.54 - 0.46 * cos(2 * Double.pi * Double(n) / 400)))
         }
         try TestSignals.write([taps], to: path("fir.wav"))
-        try assertLatency(ofNodeWith: "filename = \"\(path("fir.wav"))\" latency = auto", name: "conv-fir",
-                          impulse: ImpulseResponse(sampleRate: 48_000, channels: [taps]), expected: 200)
+        try assertLatency(
+            ofNodeWith: "filename = \"\(path("fir.wav"))\" latency = auto", name: "conv-fir",
+            impulse: ImpulseResponse(sampleRate: 48_000, channels: [taps]), expected: 200)
     }
 
     /// Plays through the node into a recorder that reports 500 frames of playback latency, as a
     /// device would; the node's ProcessLatency and `convolver.latency-frames` are `expected`, its
     /// input ports report 500 + `expected`, its output ports 500, and its record is exact with `impulse`.
-    private func assertLatency(ofNodeWith arguments: String, name: String, impulse: ImpulseResponse, expected: Int,
-                               file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertLatency(
+        ofNodeWith arguments: String, name: String, impulse: ImpulseResponse, expected: Int,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         try TestSignals.write([impulse.channels[0]], to: path("ir48.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 2), to: path("input.wav"))
         let client = try startNode(name, arguments: arguments)

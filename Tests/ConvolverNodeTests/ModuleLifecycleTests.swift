@@ -22,15 +22,18 @@ final class ModuleLifecycleTests: XCTestCase {
     /// its error and the daemon runs; the good one's node appears, and `pw-cli destroy` of its
     /// module removes the node while the daemon keeps answering (0.3.65; 1.x refuses clients that).
     func testInsideTheDaemonLoadRefuseAndDestroy() throws {
-        let daemon = try PrivatePipeWire(name: "in-daemon", extraModules: """
-            { name = \(Self.moduleName) args = { node.name = conv-daemon filename = "builtin:dirac" } }
-            { name = \(Self.moduleName) args = { node.name = conv-missing filename = "/nonexistent/ir.wav" } flags = [ nofail ] }
-            """)
+        let daemon = try PrivatePipeWire(
+            name: "in-daemon",
+            extraModules: """
+                { name = \(Self.moduleName) args = { node.name = conv-daemon filename = "builtin:dirac" } }
+                { name = \(Self.moduleName) args = { node.name = conv-missing filename = "/nonexistent/ir.wav" } flags = [ nofail ] }
+                """)
         self.daemon = daemon
         try daemon.waitForPorts(ofNode: "conv-daemon", count: 4, timeout: 30)
         XCTAssertTrue(daemon.answers())
-        XCTAssertTrue(daemon.log().contains("filename: impulse response file '/nonexistent/ir.wav' does not exist"),
-                      daemon.log(tail: 40))
+        XCTAssertTrue(
+            daemon.log().contains("filename: impulse response file '/nonexistent/ir.wav' does not exist"),
+            daemon.log(tail: 40))
         XCTAssertNil(try daemon.nodeProperties("conv-missing"))
 
         let modules = try daemon.moduleIDs(named: Self.moduleName)
@@ -85,11 +88,13 @@ final class ModuleLifecycleTests: XCTestCase {
         try daemon.setQuantum(256)
         let path = daemon.runtimeDirectory + "/long.wav"
         try TestSignals.write(TestSignals.noise(seconds: 30, leadIn: 0, leadOut: 0), to: path)
-        let recorder = try daemon.spawn([
-            "pw-record", "-P", "{ node.name = rec-reload node.want-driver = true "
-                + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }",
-            "--format", "f32", "--channels", "2", daemon.runtimeDirectory + "/reload.wav",
-        ], logName: "rec-reload.log")
+        let recorder = try daemon.spawn(
+            [
+                "pw-record", "-P",
+                "{ node.name = rec-reload node.want-driver = true "
+                    + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }",
+                "--format", "f32", "--channels", "2", daemon.runtimeDirectory + "/reload.wav",
+            ], logName: "rec-reload.log")
         defer { recorder.stop() }
         let player = try daemon.spawn(["pw-play", "-P", PlayThrough.streamProperties("play-reload"), path], logName: "play-reload.log")
         defer { player.stop() }
@@ -108,10 +113,11 @@ final class ModuleLifecycleTests: XCTestCase {
             }
             if cycle == 0 || cycle == 9 {
                 // Statistics come once a second: the node is really processing.
-                XCTAssertTrue(waitUntil(timeout: 5) {
-                    let calls = (try? daemon.nodeProperties("conv-reload"))?.properties["convolver.calls"]
-                    return ((calls as? Int) ?? 0) > 50
-                }, "cycle \(cycle): the node does not process")
+                XCTAssertTrue(
+                    waitUntil(timeout: 5) {
+                        let calls = (try? daemon.nodeProperties("conv-reload"))?.properties["convolver.calls"]
+                        return ((calls as? Int) ?? 0) > 50
+                    }, "cycle \(cycle): the node does not process")
             } else {
                 usleep(300_000)
             }
@@ -138,11 +144,13 @@ final class ModuleLifecycleTests: XCTestCase {
         let executable = BuildProducts.directory + "/pw-convolver"
         for (index, signal) in [SIGTERM, SIGINT].enumerated() {
             let name = "conv-standalone-\(index)"
-            let client = try daemon.spawn([executable, "--ir", "builtin:dirac", "--name", name, "--position", "FL,FR,LFE"],
-                                          logName: "\(name).log")
+            let client = try daemon.spawn(
+                [executable, "--ir", "builtin:dirac", "--name", name, "--position", "FL,FR,LFE"],
+                logName: "\(name).log")
             try daemon.waitForPorts(ofNode: name, count: 6, timeout: 30)
-            XCTAssertEqual(try daemon.portNames(ofNode: name),
-                           ["input_FL", "input_FR", "input_LFE", "output_FL", "output_FR", "output_LFE"])
+            XCTAssertEqual(
+                try daemon.portNames(ofNode: name),
+                ["input_FL", "input_FR", "input_LFE", "output_FL", "output_FR", "output_LFE"])
             kill(client.process.processIdentifier, signal)
             XCTAssertTrue(client.waitForExit(timeout: 10), "signal \(signal): still running")
             XCTAssertEqual(client.process.terminationReason, .exit, client.log)

@@ -1,14 +1,16 @@
 import Convolution
-@testable import ConvolverNode
 import Foundation
 import LevelScheduling
 import Workgroup
 import XCTest
 
+@testable import ConvolverNode
+
 /// The module-argument parser and its errors (no PipeWire needed).
 final class NodeConfigurationTests: XCTestCase {
     func testSPAJSONSyntaxAsPipeWireWritesIt() throws {
-        let value = try SPAJSONValue.parse("""
+        let value = try SPAJSONValue.parse(
+            """
             { node.name = "conv"  audio.position = [ FL, FR ]   # a comment
               gain: 0.5, filename = builtin:hall
               impulses = [ { input = 0 output = 1 filename = "/a \\"b\\".wav" } ] }
@@ -37,12 +39,13 @@ final class NodeConfigurationTests: XCTestCase {
     }
 
     func testDefaultsAndEveryKey() throws {
-        let (configuration, warnings) = try NodeConfiguration.parse(arguments: """
-            node.name = hall node.description = "Hall" audio.channels = 2 audio.position = [ FL FR ]
-            filename = "/ir.wav" gain = 0.5 mix = 0.25 bypass = true delay = 10 offset = 20 length = 30
-            resample.quality = 10 workgroup = { threads = 2 rt.prio = 70 } partition = { max = 8192 }
-            target.object = sink node.group = g1
-            """)
+        let (configuration, warnings) = try NodeConfiguration.parse(
+            arguments: """
+                node.name = hall node.description = "Hall" audio.channels = 2 audio.position = [ FL FR ]
+                filename = "/ir.wav" gain = 0.5 mix = 0.25 bypass = true delay = 10 offset = 20 length = 30
+                resample.quality = 10 workgroup = { threads = 2 rt.prio = 70 } partition = { max = 8192 }
+                target.object = sink node.group = g1
+                """)
         XCTAssertEqual(warnings, [])
         XCTAssertEqual(configuration.nodeName, "hall")
         XCTAssertEqual(configuration.nodeDescription, "Hall")
@@ -71,8 +74,9 @@ final class NodeConfigurationTests: XCTestCase {
         let defaults = try NodeConfiguration.parse(arguments: "filename = x").0
         XCTAssertNil(defaults.testRecordCallsPath)
         XCTAssertNil(defaults.testFault)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x test.record-calls = \"/tmp/r.f32\"").0.testRecordCallsPath,
-                       "/tmp/r.f32")
+        XCTAssertEqual(
+            try NodeConfiguration.parse(arguments: "filename = x test.record-calls = \"/tmp/r.f32\"").0.testRecordCallsPath,
+            "/tmp/r.f32")
         for fault in TestFault.allCases {
             XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
         }
@@ -81,10 +85,11 @@ final class NodeConfigurationTests: XCTestCase {
     /// WirePlumber 0.5's smart-filter keys go on the sink node: booleans and names as text, the
     /// match object and the name lists as strict JSON; in filter mode they are an error.
     func testSmartFilterKeys() throws {
-        let (configuration, warnings) = try NodeConfiguration.parse(arguments: """
-            filename = x mode = sink filter.smart = true filter.smart.name = "my eq"
-            filter.smart.target = { node.name = "alsa_output.pci" } filter.smart.before = [ eq other ] filter.smart.disabled = false
-            """)
+        let (configuration, warnings) = try NodeConfiguration.parse(
+            arguments: """
+                filename = x mode = sink filter.smart = true filter.smart.name = "my eq"
+                filter.smart.target = { node.name = "alsa_output.pci" } filter.smart.before = [ eq other ] filter.smart.disabled = false
+                """)
         XCTAssertEqual(warnings, [])
         XCTAssertEqual(configuration.extraNodeProperties["filter.smart"], "true")
         XCTAssertEqual(configuration.extraNodeProperties["filter.smart.name"], "my eq")
@@ -101,13 +106,14 @@ final class NodeConfigurationTests: XCTestCase {
 
     /// filter-chain's convolver and sink spellings beside ours.
     func testFilterChainSpellings() throws {
-        let (configuration, warnings) = try NodeConfiguration.parse(arguments: """
-            filename = [ "/ir-44100.wav" "/ir-48000.wav" ] resample_quality = 10
-            impulses = [ { input = 0 output = 0 filename = [ /a.wav /b.wav ] } { input = 1 output = 1 filename = "/hilbert" } ]
-            capture.props = { node.name = "effect_input.x" node.description = "X" media.class = Audio/Sink
-                              audio.position = [ FL FR ] node.latency = "1024/48000" }
-            playback.props = { node.name = "effect_output.x" node.passive = true audio.position = [ FL FR ] }
-            """)
+        let (configuration, warnings) = try NodeConfiguration.parse(
+            arguments: """
+                filename = [ "/ir-44100.wav" "/ir-48000.wav" ] resample_quality = 10
+                impulses = [ { input = 0 output = 0 filename = [ /a.wav /b.wav ] } { input = 1 output = 1 filename = "/hilbert" } ]
+                capture.props = { node.name = "effect_input.x" node.description = "X" media.class = Audio/Sink
+                                  audio.position = [ FL FR ] node.latency = "1024/48000" }
+                playback.props = { node.name = "effect_output.x" node.passive = true audio.position = [ FL FR ] }
+                """)
         XCTAssertEqual(warnings, [])
         XCTAssertEqual(configuration.resampleQuality, 10)
         XCTAssertEqual(configuration.filename, "/ir-44100.wav")
@@ -121,13 +127,16 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.playbackProperties, ["node.name": "effect_output.x", "node.passive": "true"])
         XCTAssertEqual(configuration.playbackNodeName, "effect_output.x")
         // Top-level keys win over the streams' properties.
-        let (named, _) = try NodeConfiguration.parse(arguments: "filename = x node.name = mine capture.props = { node.name = theirs media.class = Audio/Sink }")
+        let (named, _) = try NodeConfiguration.parse(
+            arguments: "filename = x node.name = mine capture.props = { node.name = theirs media.class = Audio/Sink }")
         XCTAssertEqual(named.nodeName, "mine")
         XCTAssertEqual(named.playbackNodeName, "output.mine")
-        for (arguments, key) in [("mode = filter capture.props = { media.class = Audio/Sink }", "capture.props"),
-                                 ("playback.props = { node.passive = true }", "playback.props"),
-                                 ("capture.props = { media.class = Audio/Source }", "capture.props.media.class"),
-                                 ("filename = [ ]", "filename")] {
+        for (arguments, key) in [
+            ("mode = filter capture.props = { media.class = Audio/Sink }", "capture.props"),
+            ("playback.props = { node.passive = true }", "playback.props"),
+            ("capture.props = { media.class = Audio/Source }", "capture.props.media.class"),
+            ("filename = [ ]", "filename"),
+        ] {
             XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + arguments), arguments) { error in
                 XCTAssertEqual((error as? NodeConfigurationError)?.key, key, "\(arguments): \(error)")
             }
@@ -191,7 +200,8 @@ final class NodeConfigurationTests: XCTestCase {
     /// Random bytes and mutations of a valid config never crash the parser (bounded run).
     func testParserSurvivesRandomAndMutatedInput() {
         var random = TestSignals.Random(state: 7)
-        let valid = Array("{ node.name = \"x\" audio.position = [ FL FR ] filename = builtin:hall impulses = [ { input = 0 output = 1 filename = a } ] }".utf8)
+        let valid = Array(
+            "{ node.name = \"x\" audio.position = [ FL FR ] filename = builtin:hall impulses = [ { input = 0 output = 1 filename = a } ] }".utf8)
         let alphabet = Array("{}[]=:,\"\\# \naz09.-".utf8)
         for round in 0..<3000 {
             var bytes = valid

@@ -1,5 +1,6 @@
-@testable import ConvolverNode
 import XCTest
+
+@testable import ConvolverNode
 
 /// The missed-cycle count (cycles the graph's clock moved past between two calls of the node) and
 /// the late-cycle counts.
@@ -30,9 +31,9 @@ final class ProcessStatisticsTests: XCTestCase {
         let statistics = ProcessStatistics()
         let period: UInt64 = 5_333_333  // 256 frames at 48 kHz
         statistics.record(busyNanos: 40_000, late: false, periodNanos: period, ownNanos: 30_000)
-        statistics.record(busyNanos: 40_000, late: true, periodNanos: period, ownNanos: 30_000)         // woken too late
-        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 5_900_000)   // its own work too long
-        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 50_000)      // stalled midway
+        statistics.record(busyNanos: 40_000, late: true, periodNanos: period, ownNanos: 30_000)  // woken too late
+        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 5_900_000)  // its own work too long
+        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 50_000)  // stalled midway
         statistics.record(busyNanos: 6_000_000, late: false, periodNanos: period, ownNanos: 5_900_000)
         XCTAssertEqual(statistics.calls.load(ordering: .relaxed), 5)
         XCTAssertEqual(statistics.lateCycles.load(ordering: .relaxed), 3)

@@ -2,6 +2,7 @@
 // libspa's own pod builder; expected values are worked out by hand from the numbers put in.
 import CPipeWire
 import XCTest
+
 @testable import ConvolverNode
 
 final class ProfileDecodingTests: XCTestCase {
@@ -14,11 +15,13 @@ final class ProfileDecodingTests: XCTestCase {
     func testDecodesOneCycleAndFlagsLateAndUnfinishedNodes() throws {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
         defer { buffer.deallocate() }
-        try buildProfile(into: buffer, size: 16384, followers: [
-            Block(id: 40, name: "on-time", signal: 10_000, awake: 30_000, finish: 130_000, status: 3),
-            Block(id: 41, name: "too-slow", signal: 10_000, awake: 20_000, finish: 5_400_000, status: 3),
-            Block(id: 42, name: "unfinished", signal: 10_000, awake: 20_000, finish: 90_000, status: 2),
-        ])
+        try buildProfile(
+            into: buffer, size: 16384,
+            followers: [
+                Block(id: 40, name: "on-time", signal: 10_000, awake: 30_000, finish: 130_000, status: 3),
+                Block(id: 41, name: "too-slow", signal: 10_000, awake: 20_000, finish: 5_400_000, status: 3),
+                Block(id: 42, name: "unfinished", signal: 10_000, awake: 20_000, finish: 90_000, status: 2),
+            ])
         let cycles = try decodeProfile(buffer.assumingMemoryBound(to: spa_pod.self))
         XCTAssertEqual(cycles.count, 1)
         let cycle = try XCTUnwrap(cycles.first)
@@ -50,11 +53,13 @@ final class ProfileDecodingTests: XCTestCase {
     func testAsynchronousNodesAreMeasuredFromTheCycleBefore() throws {
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 16384, alignment: 8)
         defer { buffer.deallocate() }
-        try buildProfile(into: buffer, size: 16384, followers: [
-            Block(id: 50, name: "async", signal: -5_333_333, awake: -5_300_000, finish: -5_200_000, status: 1),
-            Block(id: 51, name: "async-slow", signal: -5_333_333, awake: -5_300_000, finish: 100_000, status: 1),
-            Block(id: 52, name: "stale", signal: -20_000_000, awake: -19_990_000, finish: -19_900_000, status: 3),
-        ])
+        try buildProfile(
+            into: buffer, size: 16384,
+            followers: [
+                Block(id: 50, name: "async", signal: -5_333_333, awake: -5_300_000, finish: -5_200_000, status: 1),
+                Block(id: 51, name: "async-slow", signal: -5_333_333, awake: -5_300_000, finish: 100_000, status: 1),
+                Block(id: 52, name: "stale", signal: -20_000_000, awake: -19_990_000, finish: -19_900_000, status: 3),
+            ])
         let cycle = try XCTUnwrap(try decodeProfile(buffer.assumingMemoryBound(to: spa_pod.self)).first)
         XCTAssertEqual(cycle.followers.map(cycle.ran), [true, true, false])
         XCTAssertEqual(cycle.followers.map(cycle.isLate), [false, true, true])
@@ -67,7 +72,7 @@ final class ProfileDecodingTests: XCTestCase {
     }
 
     func testSummaryIsMeanNearestRankP99AndMax() {
-        let summary = Summary((1 ... 200).map(Double.init).shuffled())
+        let summary = Summary((1...200).map(Double.init).shuffled())
         XCTAssertEqual(summary?.average, 100.5)
         XCTAssertEqual(summary?.p99, 198)  // nearest rank: ceil(0.99 * 200) = 198th smallest
         XCTAssertEqual(summary?.max, 200)
@@ -124,9 +129,11 @@ final class ProfileDecodingTests: XCTestCase {
         XCTAssertLessThanOrEqual(builder.pointee.state.offset, size, "pod buffer too small")
     }
 
-    private func property(_ builder: UnsafeMutablePointer<spa_pod_builder>, _ key: spa_profiler,
-                          _ frame: UnsafeMutablePointer<spa_pod_frame>,
-                          _ fields: (UnsafeMutablePointer<spa_pod_builder>) -> Void) {
+    private func property(
+        _ builder: UnsafeMutablePointer<spa_pod_builder>, _ key: spa_profiler,
+        _ frame: UnsafeMutablePointer<spa_pod_frame>,
+        _ fields: (UnsafeMutablePointer<spa_pod_builder>) -> Void
+    ) {
         spa_pod_builder_prop(builder, key.rawValue, 0)
         spa_pod_builder_push_struct(builder, frame)
         fields(builder)

@@ -34,8 +34,9 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 96000), to: path("ir-a.wav"))
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 60000).map { $0.map { -0.8 * $0 } }, to: path("ir-b.wav"))
         try TestSignals.write(TestSignals.noise(seconds: warmUp + seconds + 2, leadOut: 0.5), to: path("input.wav"))
-        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-rt",
-                                         arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: "conv-rt",
+            arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
         defer { host.client.stop() }
         let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).id
 
@@ -43,8 +44,10 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         var changes: [String: Int] = [:]
         var lastImpulse = path("ir-a.wav")
         try PlayThrough(daemon: daemon, nodeName: "conv-rt")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: warmUp + seconds + 2,
-                 tailSeconds: 0.2, tag: "rt") {
+            .run(
+                inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: warmUp + seconds + 2,
+                tailSeconds: 0.2, tag: "rt"
+            ) {
                 usleep(UInt32(warmUp * 1_000_000))
                 try host.arm()
                 let start = Date()
@@ -73,8 +76,10 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         print("changes while armed: \(changes.sorted { $0.key < $1.key })")
         print(result.summary)
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).properties
-        print("node statistics: " + statistics.filter { $0.key.hasPrefix("convolver.") }
-            .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        print(
+            "node statistics: "
+                + statistics.filter { $0.key.hasPrefix("convolver.") }
+                .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         XCTAssertEqual("\(statistics["convolver.ir"] ?? "")", lastImpulse, "the IR changes reached the node")
         XCTAssertGreaterThanOrEqual(changes["impulse", default: 0], 1)
 
@@ -87,9 +92,10 @@ final class RealtimeSafetyLiveTests: XCTestCase {
     func testCounterCatchesAnAllocatingProcessCallback() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
         try TestSignals.write(TestSignals.noise(seconds: 6), to: path("input.wav"))
-        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-alloc",
-                                         arguments: "node.name = conv-alloc audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
-                                             + "test.fault = allocate-in-process")
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: "conv-alloc",
+            arguments: "node.name = conv-alloc audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                + "test.fault = allocate-in-process")
         defer { host.client.stop() }
         var report: RealtimeCheckReport?
         try PlayThrough(daemon: daemon, nodeName: "conv-alloc")
@@ -105,8 +111,9 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         // 2 s at 256 frames per call is ~375 calls; allow for some calls at other sizes or merged.
         XCTAssertGreaterThan(dataAllocations, 100, "the counter must catch the allocating process callback")
         // The array is made by the Swift runtime (swift_allocObject → malloc) for the module.
-        XCTAssertTrue(result.sites.contains { $0.kind == "allocation" && $0.location.contains("swift") },
-                      "an allocation site in the Swift runtime or the module:\n\(result.summary)")
+        XCTAssertTrue(
+            result.sites.contains { $0.kind == "allocation" && $0.location.contains("swift") },
+            "an allocation site in the Swift runtime or the module:\n\(result.summary)")
     }
 
     private func setProps(_ nodeID: Int, _ params: String) throws {
@@ -121,13 +128,16 @@ final class RealtimeCheckHost {
     let client: BackgroundProcess
     let outputPath: String
 
-    static let library = TestTool.compile("Tests/RealtimeCheck/realtime_check.c", into: "librealtime_check.so",
-                                          flags: "-shared -fPIC -ldl")
+    static let library = TestTool.compile(
+        "Tests/RealtimeCheck/realtime_check.c", into: "librealtime_check.so",
+        flags: "-shared -fPIC -ldl")
 
     /// `launcher`: a command put before `pipewire` (e.g. `setpriv` to refuse real-time).
     /// `portCount`: the node's ports to wait for (4 for a stereo filter).
-    init(daemon: PrivatePipeWire, name: String, arguments: String, extraEnvironment: [String: String] = [:],
-         launcher: [String] = [], portCount: Int = 4) throws {
+    init(
+        daemon: PrivatePipeWire, name: String, arguments: String, extraEnvironment: [String: String] = [:],
+        launcher: [String] = [], portCount: Int = 4
+    ) throws {
         let library = try Self.library.get()
         outputPath = daemon.runtimeDirectory + "/\(name)-realtime-check.txt"
         let configurationPath = daemon.runtimeDirectory + "/\(name).conf"
@@ -136,9 +146,11 @@ final class RealtimeCheckHost {
         environment["LD_PRELOAD"] = library
         environment["REALTIME_CHECK_OUTPUT"] = outputPath
         environment["REALTIME_CHECK_PROGRAM"] = "pipewire"
-        client = try daemon.spawn(launcher + ["pipewire", "-c", configurationPath], logName: "\(name).log",
-                                  extraEnvironment: environment)
-        let nodeName = arguments.components(separatedBy: "node.name = ").dropFirst().first?
+        client = try daemon.spawn(
+            launcher + ["pipewire", "-c", configurationPath], logName: "\(name).log",
+            extraEnvironment: environment)
+        let nodeName =
+            arguments.components(separatedBy: "node.name = ").dropFirst().first?
             .split(separator: " ").first.map(String.init) ?? name
         do {
             try daemon.waitForPorts(ofNode: nodeName, count: portCount, timeout: 30)
@@ -171,7 +183,8 @@ final class RealtimeCheckHost {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: taskDirectory)) ?? []
         return tasks.compactMap { pid_t($0) }.filter { tid in
             guard tid != processID,
-                  let name = try? String(contentsOfFile: "\(taskDirectory)/\(tid)/comm", encoding: .utf8) else { return false }
+                let name = try? String(contentsOfFile: "\(taskDirectory)/\(tid)/comm", encoding: .utf8)
+            else { return false }
             return name.hasPrefix(prefix)
         }
     }
@@ -199,7 +212,8 @@ struct RealtimeCheckReport {
                 guard fields.count >= 6 else { continue }
                 let range = fields[0].split(separator: "-")
                 if range.count == 2, let start = UInt(range[0], radix: 16), let end = UInt(range[1], radix: 16),
-                   let offset = UInt(fields[2], radix: 16) {
+                    let offset = UInt(fields[2], radix: 16)
+                {
                     maps.append((start, end, offset, fields[5...].joined(separator: " ")))
                 }
             } else if fields.first == "maps" {
@@ -208,14 +222,17 @@ struct RealtimeCheckReport {
                 armed = fields.count > 1 && fields[1] == "1"
             } else if fields.first == "thread", fields.count == 9 {
                 let n = fields[3...].map { Int($0) ?? -1 }
-                threads.append(Thread(tid: Int(fields[1]) ?? 0, name: fields[2], policy: n[0] & 0xff, clockCalls: n[1],
-                                      clockCallsWithFlush: n[2], flushLost: n[3], allocations: n[4], mutexLocks: n[5]))
+                threads.append(
+                    Thread(
+                        tid: Int(fields[1]) ?? 0, name: fields[2], policy: n[0] & 0xff, clockCalls: n[1],
+                        clockCallsWithFlush: n[2], flushLost: n[3], allocations: n[4], mutexLocks: n[5]))
             } else if fields.first == "site", fields.count == 5 {
                 rawSites.append((fields[1], Int(fields[2]) ?? 0, UInt(fields[3].dropFirst(2), radix: 16) ?? 0, Int(fields[4]) ?? 0))
             }
         }
         sites = rawSites.map { kind, tid, address, count in
-            let location = maps.first { address >= $0.start && address < $0.end }
+            let location =
+                maps.first { address >= $0.start && address < $0.end }
                 .map { "\($0.path)+0x\(String(address - $0.start + $0.offset, radix: 16))" } ?? "?"
             return Site(kind: kind, tid: tid, address: address, count: count, location: location)
         }
@@ -234,12 +251,14 @@ struct RealtimeCheckReport {
         XCTAssertEqual(helperThreads.isEmpty, !withHelpers, "helper threads watched: \(helperThreads.count)", file: file, line: line)
         for thread in dataThreads + helperThreads {
             XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(sites(of: thread))", file: file, line: line)
-            XCTAssertEqual(thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(sites(of: thread))",
-                           file: file, line: line)
+            XCTAssertEqual(
+                thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(sites(of: thread))",
+                file: file, line: line)
             XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set", file: file, line: line)
             XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again", file: file, line: line)
-            XCTAssertLessThanOrEqual(thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set",
-                                     file: file, line: line)
+            XCTAssertLessThanOrEqual(
+                thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set",
+                file: file, line: line)
         }
     }
 
@@ -249,11 +268,12 @@ struct RealtimeCheckReport {
 
     var summary: String {
         let policyNames = [0: "OTHER", 1: "FIFO", 2: "RR"]
-        return "realtime check (armed: \(armed)):\n" + threads.map { thread in
-            "  thread \(thread.tid) \(thread.name) SCHED_\(policyNames[thread.policy] ?? "\(thread.policy)"): "
-                + "clock reads \(thread.clockCalls) (FTZ/DAZ set in \(thread.clockCallsWithFlush), lost \(thread.flushLost)), "
-                + "allocations \(thread.allocations), mutex locks \(thread.mutexLocks)"
-                + (sites(of: thread).isEmpty ? "" : "\n" + sites(of: thread))
-        }.joined(separator: "\n")
+        return "realtime check (armed: \(armed)):\n"
+            + threads.map { thread in
+                "  thread \(thread.tid) \(thread.name) SCHED_\(policyNames[thread.policy] ?? "\(thread.policy)"): "
+                    + "clock reads \(thread.clockCalls) (FTZ/DAZ set in \(thread.clockCallsWithFlush), lost \(thread.flushLost)), "
+                    + "allocations \(thread.allocations), mutex locks \(thread.mutexLocks)"
+                    + (sites(of: thread).isEmpty ? "" : "\n" + sites(of: thread))
+            }.joined(separator: "\n")
     }
 }

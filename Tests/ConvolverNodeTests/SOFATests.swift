@@ -34,8 +34,9 @@ final class SOFATests: XCTestCase {
     static let script = BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/sofa_reference.py"
 
     static func reference(_ directions: [SourceDirection], path: String = kemar) throws -> LibmysofaAnswer {
-        try ReferenceScript.run(script, ReferenceSpec(path: path, directions: directions.map { [$0.azimuth, $0.elevation, $0.radius] }),
-                                workDirectory: NSTemporaryDirectory())
+        try ReferenceScript.run(
+            script, ReferenceSpec(path: path, directions: directions.map { [$0.azimuth, $0.elevation, $0.radius] }),
+            workDirectory: NSTemporaryDirectory())
     }
 
     private var scratch = ""
@@ -57,10 +58,14 @@ final class SOFATests: XCTestCase {
         XCTAssertEqual(set.sampleRate, 44100)
         XCTAssertEqual(set.measurementCount, 710)
         XCTAssertEqual(set.filterLength, 512)
-        let onGrid = [SourceDirection(azimuth: 30), SourceDirection(azimuth: -90), SourceDirection(azimuth: 150),
-                      SourceDirection(azimuth: 0, elevation: 40)]
-        let between = [SourceDirection(azimuth: 33, elevation: 5), SourceDirection(azimuth: -101, elevation: -17),
-                       SourceDirection(azimuth: 30, elevation: 0, radius: 1.0)]
+        let onGrid = [
+            SourceDirection(azimuth: 30), SourceDirection(azimuth: -90), SourceDirection(azimuth: 150),
+            SourceDirection(azimuth: 0, elevation: 40),
+        ]
+        let between = [
+            SourceDirection(azimuth: 33, elevation: 5), SourceDirection(azimuth: -101, elevation: -17),
+            SourceDirection(azimuth: 30, elevation: 0, radius: 1.0),
+        ]
         let reference = try Self.reference(onGrid + between)
         for (index, direction) in (onGrid + between).enumerated() {
             let ours = set.filters(for: direction)
@@ -102,8 +107,10 @@ final class SOFATests: XCTestCase {
         let input = [Float].noise(8000, using: &generator).map { $0 * 0.5 }
         let inputPath = scratch + "/in.wav", outputPath = scratch + "/out.wav"
         try AudioFile.write(path: inputPath, sampleRate: 44100, channels: [input], format: .float32Wav)
-        let render = try runCommand(["render", "--ir", Self.kemar, "--set", "sofa.azimuth=90", "--set", "gain=0.5",
-                                     inputPath, outputPath])
+        let render = try runCommand([
+            "render", "--ir", Self.kemar, "--set", "sofa.azimuth=90", "--set", "gain=0.5",
+            inputPath, outputPath,
+        ])
         XCTAssertEqual(render.status, 0, render.output)
         let output = try AudioFile.read(path: outputPath)
         XCTAssertEqual(output.channels.count, 2, "one source, two ears")
@@ -127,16 +134,20 @@ final class SOFATests: XCTestCase {
             (["--ir", Self.kemar, "--set", "sofa.azimuth"], "expected KEY=VALUE"),
         ]
         var generator = SeededGenerator(seed: 1)
-        try AudioFile.write(path: scratch + "/in.wav", sampleRate: 44100, channels: [[Float].noise(100, using: &generator)],
-                            format: .float32Wav)
+        try AudioFile.write(
+            path: scratch + "/in.wav", sampleRate: 44100, channels: [[Float].noise(100, using: &generator)],
+            format: .float32Wav)
         for (arguments, message) in cases {
             let run = try runCommand(["render"] + arguments + [scratch + "/in.wav", scratch + "/out.wav"])
             XCTAssertNotEqual(run.status, 0, "\(arguments)")
             XCTAssertTrue(run.output.contains(message), "\(arguments): \(run.output.prefix(300))")
         }
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: """
-            filename = "\(Self.kemar)" audio.position = [ FL FR AUX0 ]
-            """)) { error in
+        XCTAssertThrowsError(
+            try NodeConfiguration.parse(
+                arguments: """
+                    filename = "\(Self.kemar)" audio.position = [ FL FR AUX0 ]
+                    """)
+        ) { error in
             XCTAssertTrue("\(error)".contains("AUX0 has no standard speaker direction"), "\(error)")
         }
     }
@@ -170,9 +181,11 @@ final class SOFALiveTests: XCTestCase {
         try AudioFile.write(path: path("hrir-30.wav"), sampleRate: 44100, channels: [measured.left, measured.right])
         try TestSignals.write(TestSignals.noise(seconds: 2, channels: 1), to: path("input.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-sofa")
-        let client = try ModuleClient.start(daemon, name: "conv-sofa", arguments: """
-            node.name = conv-sofa filename = "\(SOFATests.kemar)" sofa = { azimuth = 30 } \(record.argument)
-            """, contextProperties: "default.clock.rate = 44100")
+        let client = try ModuleClient.start(
+            daemon, name: "conv-sofa",
+            arguments: """
+                node.name = conv-sofa filename = "\(SOFATests.kemar)" sofa = { azimuth = 30 } \(record.argument)
+                """, contextProperties: "default.clock.rate = 44100")
         defer { client.stop() }
         do {
             try daemon.waitForPorts(ofNode: "conv-sofa", count: 3, timeout: 30)
@@ -183,14 +196,18 @@ final class SOFALiveTests: XCTestCase {
         try PlayThrough(daemon: daemon, nodeName: "conv-sofa", positions: ["MONO"], outputPositions: ["FL", "FR"])
             .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2, tailSeconds: 0.3, tag: "sofa")
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-sofa")).properties
-        print("conv-sofa: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        print(
+            "conv-sofa: "
+                + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         XCTAssertEqual("\(statistics["convolver.rate"] ?? "")", "44100")
         XCTAssertTrue(client.isRunning, client.log)
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), positions: ["MONO"],
-                        outputPositions: ["FL", "FR"], workDirectory: daemon.runtimeDirectory)
-            .assertExact(entries: [.init(0, 0, path("hrir-30.wav"), 0), .init(0, 1, path("hrir-30.wav"), 1)], label: "conv-sofa")
+        try LiveVerdict(
+            record: record, recording: path("rec.f32"), played: path("input.wav"), positions: ["MONO"],
+            outputPositions: ["FL", "FR"], workDirectory: daemon.runtimeDirectory
+        )
+        .assertExact(entries: [.init(0, 0, path("hrir-30.wav"), 0), .init(0, 1, path("hrir-30.wav"), 1)], label: "conv-sofa")
     }
 
     /// The source moves every 100 ms for 10 s (`pw-cli set-param … Props sofa.azimuth`), a 500 Hz
@@ -203,8 +220,9 @@ final class SOFALiveTests: XCTestCase {
         daemon = try PrivatePipeWire(name: "sofa-sweep")
         try daemon.setQuantum(256)
         let smooth = try sweep(name: "conv-sweep", crossfade: "", seconds: 10, checkRealtime: true)
-        XCTAssertLessThanOrEqual(smooth.sweep, 1.1 * smooth.steady,
-                                 "largest step while moving \(smooth.sweep) vs steady \(smooth.steady) (in a tone's own steps)")
+        XCTAssertLessThanOrEqual(
+            smooth.sweep, 1.1 * smooth.steady,
+            "largest step while moving \(smooth.sweep) vs steady \(smooth.steady) (in a tone's own steps)")
         let hard = try sweep(name: "conv-hard", crossfade: "crossfade = 0", seconds: 3, checkRealtime: false)
         XCTAssertGreaterThan(hard.sweep, 2 * hard.steady, "without a crossfade the moves click: \(hard)")
     }
@@ -212,16 +230,20 @@ final class SOFALiveTests: XCTestCase {
     /// Plays a tone through a SOFA node while moving the source; the largest sample-to-sample step
     /// per ear relative to the tone's own (2·A·sin(π f / rate) at the local amplitude A), before and
     /// while moving, from the node's own record.
-    private func sweep(name: String, crossfade: String, seconds: Double,
-                       checkRealtime: Bool) throws -> (steady: Double, sweep: Double) {
+    private func sweep(
+        name: String, crossfade: String, seconds: Double,
+        checkRealtime: Bool
+    ) throws -> (steady: Double, sweep: Double) {
         let rate = 48000.0, frequency = 500.0, warmUp = 3.0
         let total = warmUp + seconds + 1
         let tone = (0..<Int(total * rate)).map { Float(0.3 * sin(2 * Double.pi * frequency * Double($0) / rate)) }
         try TestSignals.write([tone + [Float](repeating: 0, count: Int(0.5 * rate))], to: path("\(name).wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: name)
-        let host = try RealtimeCheckHost(daemon: daemon, name: name, arguments: """
-            node.name = \(name) filename = "\(SOFATests.kemar)" \(crossfade) \(record.argument)
-            """, portCount: 3)
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: name,
+            arguments: """
+                node.name = \(name) filename = "\(SOFATests.kemar)" \(crossfade) \(record.argument)
+                """, portCount: 3)
         defer { host.client.stop() }
         let nodeID = try XCTUnwrap(try daemon.nodeProperties(name)).id
         var report: RealtimeCheckReport?
@@ -237,8 +259,10 @@ final class SOFALiveTests: XCTestCase {
         try control.run()
         defer { if control.isRunning { control.terminate() }; control.waitUntilExit() }
         try PlayThrough(daemon: daemon, nodeName: name, positions: ["MONO"], outputPositions: ["FL", "FR"])
-            .run(inputPath: path("\(name).wav"), recordingPath: path("\(name).f32"), seconds: total + 0.5, tailSeconds: 0.2,
-                 tag: name) {
+            .run(
+                inputPath: path("\(name).wav"), recordingPath: path("\(name).f32"), seconds: total + 0.5, tailSeconds: 0.2,
+                tag: name
+            ) {
                 usleep(UInt32(warmUp * 1_000_000))
                 if checkRealtime { try host.arm() }
                 let start = Date()
@@ -252,11 +276,13 @@ final class SOFALiveTests: XCTestCase {
                 if checkRealtime { report = try host.dump() }
             }
         let statistics = try XCTUnwrap(try daemon.nodeProperties(name)).properties
-        print("\(name): \(moves) moves; " + statistics.filter { $0.key.hasPrefix("convolver.") }
-            .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        print(
+            "\(name): \(moves) moves; "
+                + statistics.filter { $0.key.hasPrefix("convolver.") }
+                .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         XCTAssertGreaterThan(Int("\(statistics["convolver.swaps"] ?? 0)") ?? 0, moves / 2, "the moves reached the node")
         XCTAssertEqual("\(statistics["convolver.late-cycles-own"] ?? "?")", "0", "late cycles of the node's own")
-        if checkRealtime { try XCTUnwrap(report).assertRealtimeSafe(withHelpers: false) }   // 512 taps: all in the head
+        if checkRealtime { try XCTUnwrap(report).assertRealtimeSafe(withHelpers: false) }  // 512 taps: all in the head
         host.client.stop()
 
         // The record: input, left ear, right ear per frame (NaN where a call had no output).
@@ -276,8 +302,8 @@ final class SOFALiveTests: XCTestCase {
             var largest = 0.0
             for ear in 1...2 {
                 let y = channels[ear]
-                let window = 240   // 10 ms around each frame: five periods of the tone
-                var energies = [0.0]   // prefix sums of y² (frames without output count as 0)
+                let window = 240  // 10 ms around each frame: five periods of the tone
+                var energies = [0.0]  // prefix sums of y² (frames without output count as 0)
                 for value in y { energies.append(energies.last! + (value.isFinite ? Double(value) * Double(value) : 0)) }
                 for n in frames where n > window && n + window < y.count && !inputJumped[n] {
                     guard y[n].isFinite, y[n - 1].isFinite else { continue }

@@ -47,10 +47,12 @@ final class SinkModeTests: XCTestCase {
         try startWirePlumberWithTestSink()
 
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-wp")
-        let client = try ModuleClient.start(daemon, name: "wp-sink", arguments: """
-            node.name = conv-wp node.description = "Convolver WP" mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))" \
-            \(record.argument)
-            """)
+        let client = try ModuleClient.start(
+            daemon, name: "wp-sink",
+            arguments: """
+                node.name = conv-wp node.description = "Convolver WP" mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))" \
+                \(record.argument)
+                """)
         background.append(client)
         // The playback stream goes to the default sink on its own (WirePlumber links it).
         try waitFor("WirePlumber linked output.conv-wp to testsink; client log:\n\(client.log)", timeout: 30) {
@@ -67,31 +69,38 @@ final class SinkModeTests: XCTestCase {
             XCTAssertTrue(filters.contains("\(sinkID). conv-wp") && filters.contains("[Audio/Sink]"), "wpctl status lists the sink:\n\(status)")
         } else {
             // The Sinks section, up to Sink endpoints.
-            let sinksSection = status.components(separatedBy: "├─ Sinks:").dropFirst().first?
+            let sinksSection =
+                status.components(separatedBy: "├─ Sinks:").dropFirst().first?
                 .components(separatedBy: "├─ Sink endpoints:").first ?? ""
             XCTAssertTrue(sinksSection.contains("\(sinkID). Convolver WP"), "wpctl status lists the sink:\n\(status)")
             XCTAssertFalse(sinksSection.contains("output.conv-wp"), "the output stream is not a sink")
         }
 
         // Record what reaches the default sink: its monitor, linked by WirePlumber.
-        let recorder = try spawn(["pw-record", "--target", "testsink", "-P", "{ node.name = rec-wp stream.capture.sink = true }",
-                                  "--format", "f32", "--rate", "48000", "--channels", "2", path("rec-wp.wav")],
-                                 logName: "rec-wp.log")
+        let recorder = try spawn(
+            [
+                "pw-record", "--target", "testsink", "-P", "{ node.name = rec-wp stream.capture.sink = true }",
+                "--format", "f32", "--rate", "48000", "--channels", "2", path("rec-wp.wav"),
+            ],
+            logName: "rec-wp.log")
         try waitFor("WirePlumber linked the recorder to testsink's monitor", timeout: 20) {
             ((try? SinkGraph.links(self.daemon)) ?? []).contains("testsink:monitor_FL -> rec-wp:input_FL")
         }
-        let player = try spawn(["pw-play", "--target", "conv-wp", "-P", "{ node.name = play-wp }", path("input.wav")],
-                               logName: "play-wp.log")
+        let player = try spawn(
+            ["pw-play", "--target", "conv-wp", "-P", "{ node.name = play-wp }", path("input.wav")],
+            logName: "play-wp.log")
         var routedLinks: Set<String> = []
         waitUntil(timeout: 10) {
             routedLinks = (try? SinkGraph.links(self.daemon)) ?? []
             return routedLinks.contains("play-wp:output_FL -> conv-wp:playback_FL") || !player.isRunning
         }
-        XCTAssertTrue(routedLinks.contains("play-wp:output_FL -> conv-wp:playback_FL")
-                      && routedLinks.contains("play-wp:output_FR -> conv-wp:playback_FR"),
-                      "WirePlumber routed the targeted stream into the sink: \(routedLinks.sorted())")
-        XCTAssertFalse(routedLinks.contains { $0.hasPrefix("play-wp:") && $0.contains("testsink") },
-                       "the stream went to the convolver, not straight to the default sink")
+        XCTAssertTrue(
+            routedLinks.contains("play-wp:output_FL -> conv-wp:playback_FL")
+                && routedLinks.contains("play-wp:output_FR -> conv-wp:playback_FR"),
+            "WirePlumber routed the targeted stream into the sink: \(routedLinks.sorted())")
+        XCTAssertFalse(
+            routedLinks.contains { $0.hasPrefix("play-wp:") && $0.contains("testsink") },
+            "the stream went to the convolver, not straight to the default sink")
         XCTAssertTrue(player.waitForExit(timeout: 20), "pw-play finished; log: \(player.log)")
         usleep(500_000)
         recorder.interrupt()
@@ -112,47 +121,59 @@ final class SinkModeTests: XCTestCase {
         // As the default, an app without a target plays into it, and its output stream (same
         // link group) is never linked into itself: it stays on the device sink.
         try SinkSignals.write(SinkSignals.noise(leadIn: 0, seconds: 1.0, leadOut: 0), to: path("short.wav"))
-        let defaultPlayer = try spawn(["pw-play", "-P", "{ node.name = play-default }", path("short.wav")],
-                                      logName: "play-default.log")
+        let defaultPlayer = try spawn(
+            ["pw-play", "-P", "{ node.name = play-default }", path("short.wav")],
+            logName: "play-default.log")
         var defaultLinks: Set<String> = []
         waitUntil(timeout: 10) {
             defaultLinks = (try? SinkGraph.links(self.daemon)) ?? []
             return defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR") || !defaultPlayer.isRunning
         }
-        XCTAssertTrue(defaultLinks.contains("play-default:output_FL -> conv-wp:playback_FL")
-                      && defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR"),
-                      "an untargeted stream goes to the default sink, the convolver: \(defaultLinks.sorted())")
-        XCTAssertTrue(defaultLinks.contains("output.conv-wp:output_FL -> testsink:playback_FL"),
-                      "the output stream still goes to the device sink: \(defaultLinks.sorted())")
-        XCTAssertFalse(defaultLinks.contains { $0.hasPrefix("output.conv-wp:") && $0.contains("-> conv-wp:") },
-                       "the sink's output is not linked into itself")
+        XCTAssertTrue(
+            defaultLinks.contains("play-default:output_FL -> conv-wp:playback_FL")
+                && defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR"),
+            "an untargeted stream goes to the default sink, the convolver: \(defaultLinks.sorted())")
+        XCTAssertTrue(
+            defaultLinks.contains("output.conv-wp:output_FL -> testsink:playback_FL"),
+            "the output stream still goes to the device sink: \(defaultLinks.sorted())")
+        XCTAssertFalse(
+            defaultLinks.contains { $0.hasPrefix("output.conv-wp:") && $0.contains("-> conv-wp:") },
+            "the sink's output is not linked into itself")
         XCTAssertTrue(defaultPlayer.waitForExit(timeout: 20), "pw-play finished; log: \(defaultPlayer.log)")
 
         // target.object (--target): the output stream goes to that sink, not to the default.
-        let (createdOther, createOtherOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
+        let (createdOther, createOtherOutput) = try daemon.run([
+            "pw-cli", "create-node", "adapter",
             "{ factory.name = support.null-audio-sink node.name = othersink node.description = OtherSink "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }",
+        ])
         XCTAssertEqual(createdOther, 0, createOtherOutput)
-        let targeted = try spawn([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-target",
-                                  "--target", "othersink", "--ir", path("ir.wav")], logName: "conv-target.log")
+        let targeted = try spawn(
+            [
+                BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-target",
+                "--target", "othersink", "--ir", path("ir.wav"),
+            ], logName: "conv-target.log")
         try waitFor("WirePlumber linked output.conv-target to othersink; log:\n\(targeted.log)", timeout: 30) {
             let links = (try? SinkGraph.links(self.daemon)) ?? []
             return links.contains("output.conv-target:output_FL -> othersink:playback_FL")
                 && links.contains("output.conv-target:output_FR -> othersink:playback_FR")
         }
-        XCTAssertFalse(((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
-                       "output.conv-target goes only to its target")
+        XCTAssertFalse(
+            ((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
+            "output.conv-target goes only to its target")
 
         // Both plays into conv-wp: its output was the convolution of its input throughout, and
         // what reached the default sink's monitor was that output (the recorder is not beside
         // the player: only the outputs are judged).
         XCTAssertTrue(client.isRunning, client.log)
         client.stop()
-        let graph = try GraphJudge.judge(recording: path("rec-wp.wav"), record: record, inputs: 2, outputs: 2, channels: [2, 3],
-                                         workDirectory: daemon.runtimeDirectory)
+        let graph = try GraphJudge.judge(
+            recording: path("rec-wp.wav"), record: record, inputs: 2, outputs: 2, channels: [2, 3],
+            workDirectory: daemon.runtimeDirectory)
         GraphJudge.assertNodeOutputRecorded(graph, names: ["testsink monitor FL", "testsink monitor FR"], label: "WirePlumber route")
-        let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
-                                           segments: [.init(wet: 1, dry: 0)], played: nil, workDirectory: daemon.runtimeDirectory)
+        let result = try RecordJudge.judge(
+            record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
+            segments: [.init(wet: 1, dry: 0)], played: nil, workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: 2, label: "WirePlumber route")
     }
 
@@ -167,10 +188,12 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.3, seconds: 1.5, leadOut: 0.5), to: path("input.wav"))
         try startWirePlumberWithTestSink()
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-smart")
-        let client = try ModuleClient.start(daemon, name: "smart", arguments: """
-            node.name = conv-smart mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))" \
-            filter.smart = true filter.smart.name = swift-convolver \(record.argument)
-            """)
+        let client = try ModuleClient.start(
+            daemon, name: "smart",
+            arguments: """
+                node.name = conv-smart mode = sink audio.position = [ FL FR ] filename = "\(path("ir.wav"))" \
+                filter.smart = true filter.smart.name = swift-convolver \(record.argument)
+                """)
         background.append(client)
         try daemon.waitForPorts(ofNode: "conv-smart", count: 4, timeout: 30)
         let sink = try XCTUnwrap(try daemon.nodeProperties("conv-smart"))
@@ -188,36 +211,43 @@ final class SinkModeTests: XCTestCase {
             return links.contains("play-smart:output_FL -> conv-smart:playback_FL")
                 && links.contains("output.conv-smart:output_FL -> testsink:playback_FL")
         }
-        XCTAssertFalse(((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("play-smart:") && $0.contains("testsink") },
-                       "the app is not linked straight to the device")
+        XCTAssertFalse(
+            ((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("play-smart:") && $0.contains("testsink") },
+            "the app is not linked straight to the device")
         XCTAssertTrue(player.waitForExit(timeout: 20), "pw-play finished; log: \(player.log)")
 
         // Disabled through the filters metadata: the next app goes straight to testsink.
-        let (disabled, disableOutput) = try daemon.run(["pw-metadata", "-n", "filters", "\(sink.id)", "filter.smart.disabled", "true",
-                                                        "Spa:String:JSON"])
+        let (disabled, disableOutput) = try daemon.run([
+            "pw-metadata", "-n", "filters", "\(sink.id)", "filter.smart.disabled", "true",
+            "Spa:String:JSON",
+        ])
         XCTAssertEqual(disabled, 0, disableOutput)
         try SinkSignals.write(SinkSignals.noise(leadIn: 0, seconds: 1.0, leadOut: 0), to: path("short.wav"))
         let direct = try spawn(["pw-play", "-P", "{ node.name = play-direct }", path("short.wav")], logName: "play-direct.log")
         try waitFor("WirePlumber linked the next app straight to testsink", timeout: 20) {
             ((try? SinkGraph.links(self.daemon)) ?? []).contains("play-direct:output_FL -> testsink:playback_FL")
         }
-        XCTAssertFalse(((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("play-direct:") && $0.contains("conv-smart") },
-                       "a disabled smart filter is left out")
+        XCTAssertFalse(
+            ((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("play-direct:") && $0.contains("conv-smart") },
+            "a disabled smart filter is left out")
         XCTAssertTrue(direct.waitForExit(timeout: 20), "pw-play finished; log: \(direct.log)")
 
         XCTAssertTrue(client.isRunning, client.log)
         client.stop()
-        let result = try RecordJudge.judge(record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
-                                           segments: [.init(wet: 1, dry: 0)], played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
+        let result = try RecordJudge.judge(
+            record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
+            segments: [.init(wet: 1, dry: 0)], played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: 2, label: "smart filter")
     }
 
     /// A null sink `testsink` for the convolved audio to go to (the headless daemon has no
     /// device), then WirePlumber, which makes it the default sink.
     private func startWirePlumberWithTestSink() throws {
-        let (created, createOutput) = try daemon.run(["pw-cli", "create-node", "adapter",
+        let (created, createOutput) = try daemon.run([
+            "pw-cli", "create-node", "adapter",
             "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }"])
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }",
+        ])
         XCTAssertEqual(created, 0, createOutput)
         background.append(try daemon.startWirePlumber())
         try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
@@ -233,9 +263,12 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.5, leadOut: 0.6), to: path("input.wav"))
         // The standalone client here (the module in the WirePlumber test).
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-hand")
-        let sink = try spawn([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-hand",
-                              "--description", "Convolver by hand", "--ir", path("ir.wav"), "--args", "{ \(record.argument) }"],
-                             logName: "conv-hand.log")
+        let sink = try spawn(
+            [
+                BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-hand",
+                "--description", "Convolver by hand", "--ir", path("ir.wav"), "--args", "{ \(record.argument) }",
+            ],
+            logName: "conv-hand.log")
         do {
             try daemon.waitForPorts(ofNode: "conv-hand", count: 4, timeout: 30)
             try daemon.waitForPorts(ofNode: "output.conv-hand", count: 2, timeout: 30)
@@ -254,8 +287,10 @@ final class SinkModeTests: XCTestCase {
         XCTAssertEqual(outputNode.properties["node.group"] as? String, sinkNode.properties["node.group"] as? String)
 
         // Props on the sink node reach the convolver: output = gain·mix·wet + (1 − mix)·dry.
-        let (status, output) = try daemon.run(["pw-cli", "set-param", "\(sinkNode.id)", "Props",
-                                               "{ params = [ \"gain\" 0.5 \"mix\" 0.8 ] }"])
+        let (status, output) = try daemon.run([
+            "pw-cli", "set-param", "\(sinkNode.id)", "Props",
+            "{ params = [ \"gain\" 0.5 \"mix\" 0.8 ] }",
+        ])
         XCTAssertEqual(status, 0, output)
         try waitFor("Props show gain 0.5", timeout: 10) {
             (try? SinkGraph.convolverProps(self.daemon, node: "conv-hand"))?.first { $0.0 == "gain" }?.1 == 0.5
@@ -264,16 +299,21 @@ final class SinkModeTests: XCTestCase {
         let recording = try playByHand(sink: "conv-hand", positions: ["FL", "FR"], input: path("input.wav"))
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-hand")).properties
         XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? 0)") ?? 0, 0, "statistics on the sink node")
-        print("conv-hand: " + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
-            .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        print(
+            "conv-hand: "
+                + statistics.filter { $0.key.hasPrefix("convolver.") }.sorted { $0.key < $1.key }
+                .map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         // Teardown of both streams (destroy order, hooks) while linked: a clean exit, no crash.
         XCTAssertEqual(sink.interrupt(), 0, "pw-convolver run --sink exits cleanly on SIGINT; log:\n\(sink.log)")
-        XCTAssertTrue(waitUntil(timeout: 5) {
-            do { return try self.daemon.nodeProperties("output.conv-hand") == nil && self.daemon.nodeProperties("conv-hand") == nil }
-            catch { return false }
-        }, "both streams are gone with the client")
-        let result = try judgeByHand(sink: "conv-hand", record: record, recording: recording, positions: ["FL", "FR"], input: path("input.wav"),
-                                     entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
+        XCTAssertTrue(
+            waitUntil(timeout: 5) {
+                do { return try self.daemon.nodeProperties("output.conv-hand") == nil && self.daemon.nodeProperties("conv-hand") == nil } catch {
+                    return false
+                }
+            }, "both streams are gone with the client")
+        let result = try judgeByHand(
+            sink: "conv-hand", record: record, recording: recording, positions: ["FL", "FR"], input: path("input.wav"),
+            entries: SinkGraph.stereo(path("ir.wav")), wet: 0.4, dry: 0.2)
         // The gain/mix glide lands exactly on 0.4/0.2 (float precision, as without Props: about
         // −130 dB); a glide that stalled a few 1e-6 short of its target measured −101 dB here.
         for (channel, output) in (result.outputs ?? []).enumerated() {
@@ -302,8 +342,9 @@ final class SinkModeTests: XCTestCase {
         let recording = try playByHand(sink: "convolver-hall", positions: ["FL", "FR"], input: path("input.wav"))
         // The module unloads with its host process: both streams destroyed, a clean exit.
         XCTAssertEqual(client.interrupt(), 0, "pipewire -c hall-sink.conf exits cleanly on SIGINT; log:\n\(client.log)")
-        try judgeByHand(sink: "convolver-hall", record: record, recording: recording, positions: ["FL", "FR"], input: path("input.wav"),
-                        entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
+        try judgeByHand(
+            sink: "convolver-hall", record: record, recording: recording, positions: ["FL", "FR"], input: path("input.wav"),
+            entries: SinkGraph.stereo(path("hall.wav")), wet: 0.3, dry: 0.7)
     }
 
     /// filter-chain's spellings, as in PipeWire's own sink-*.conf files, loaded as our module's
@@ -317,12 +358,14 @@ final class SinkModeTests: XCTestCase {
         try AudioFile.write(path: path("ir-44100.wav"), sampleRate: 44_100, channels: [[0.5, 0, 0, 0.25]])
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.8, seconds: 1.0, leadOut: 0.4), to: path("input.wav"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "effect_input.fc")
-        let client = try ModuleClient.start(daemon, name: "fc-spellings", arguments: """
-            filename = [ "\(path("ir-44100.wav"))" "\(path("ir-48000.wav"))" ] resample_quality = 10 \(record.argument)
-            capture.props = { node.name = "effect_input.fc" node.description = "FC sink" media.class = Audio/Sink
-                              audio.position = [ FL FR ] }
-            playback.props = { node.name = "effect_output.fc" node.passive = true audio.position = [ FL FR ] }
-            """)
+        let client = try ModuleClient.start(
+            daemon, name: "fc-spellings",
+            arguments: """
+                filename = [ "\(path("ir-44100.wav"))" "\(path("ir-48000.wav"))" ] resample_quality = 10 \(record.argument)
+                capture.props = { node.name = "effect_input.fc" node.description = "FC sink" media.class = Audio/Sink
+                                  audio.position = [ FL FR ] }
+                playback.props = { node.name = "effect_output.fc" node.passive = true audio.position = [ FL FR ] }
+                """)
         do {
             try daemon.waitForPorts(ofNode: "effect_input.fc", count: 4, timeout: 30)
             try daemon.waitForPorts(ofNode: "effect_output.fc", count: 2, timeout: 30)
@@ -333,11 +376,13 @@ final class SinkModeTests: XCTestCase {
         XCTAssertEqual(sinkNode["media.class"] as? String, "Audio/Sink")
         XCTAssertEqual(sinkNode["node.description"] as? String, "FC sink")
         XCTAssertEqual(try daemon.nodeProperties("effect_output.fc")?.properties["node.passive"] as? Bool, true)
-        let recording = try playByHand(sink: "effect_input.fc", output: "effect_output.fc", positions: ["FL", "FR"],
-                                       input: path("input.wav"))
+        let recording = try playByHand(
+            sink: "effect_input.fc", output: "effect_output.fc", positions: ["FL", "FR"],
+            input: path("input.wav"))
         XCTAssertEqual(client.interrupt(), 0, "the module's host exits cleanly; log:\n\(client.log)")
-        try judgeByHand(sink: "effect_input.fc", record: record, recording: recording, positions: ["FL", "FR"],
-                        input: path("input.wav"), entries: SinkGraph.stereo(path("ir-48000.wav")), wet: 1, dry: 0)
+        try judgeByHand(
+            sink: "effect_input.fc", record: record, recording: recording, positions: ["FL", "FR"],
+            input: path("input.wav"), entries: SinkGraph.stereo(path("ir-48000.wav")), wet: 1, dry: 0)
     }
 
     /// 8 inputs → 2 outputs (the 7.1 → binaural shape): the sink and its output stream have
@@ -345,12 +390,14 @@ final class SinkModeTests: XCTestCase {
     func testSevenOneToStereoSinkByHand() throws {
         try daemon.setQuantum(256)
         let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
-        try SinkSignals.write((0..<16).map { SinkSignals.impulse(frames: 960, seed: 40 + UInt64($0))[$0 % 2] },
-                              to: path("matrix.wav"))
+        try SinkSignals.write(
+            (0..<16).map { SinkSignals.impulse(frames: 960, seed: 40 + UInt64($0))[$0 % 2] },
+            to: path("matrix.wav"))
         // pw-play streams from its first link; the 16 links to the sink and the recorder are made one
         // by one (~0.1 s each, more under load), so the noise starts only after all of them.
-        try SinkSignals.write(SinkSignals.noise(leadIn: 0.5 + 0.3 * 8, seconds: 1.0, leadOut: 0.5, channels: 8),
-                              to: path("input.wav"))
+        try SinkSignals.write(
+            SinkSignals.noise(leadIn: 0.5 + 0.3 * 8, seconds: 1.0, leadOut: 0.5, channels: 8),
+            to: path("input.wav"))
         var entries: [ImpulseEntry] = []
         var impulses: [String] = []
         for input in 0..<8 {
@@ -360,10 +407,12 @@ final class SinkModeTests: XCTestCase {
             }
         }
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-surround")
-        let client = try ModuleClient.start(daemon, name: "surround", arguments: """
-            node.name = conv-surround mode = sink audio.position = [ \(positions.joined(separator: " ")) ] \
-            output.position = [ FL FR ] impulses = [ \(impulses.joined(separator: " ")) ] \(record.argument)
-            """)
+        let client = try ModuleClient.start(
+            daemon, name: "surround",
+            arguments: """
+                node.name = conv-surround mode = sink audio.position = [ \(positions.joined(separator: " ")) ] \
+                output.position = [ FL FR ] impulses = [ \(impulses.joined(separator: " ")) ] \(record.argument)
+                """)
         background.append(client)
         do {
             try daemon.waitForPorts(ofNode: "conv-surround", count: 16, timeout: 30)
@@ -372,43 +421,57 @@ final class SinkModeTests: XCTestCase {
             throw TestFailure("\(error)\nlog:\n\(client.log)")
         }
         XCTAssertEqual(try daemon.portNames(ofNode: "output.conv-surround"), ["output_FL", "output_FR"])
-        let recording = try playByHand(sink: "conv-surround", positions: positions, outputPositions: ["FL", "FR"],
-                                       input: path("input.wav"))
+        let recording = try playByHand(
+            sink: "conv-surround", positions: positions, outputPositions: ["FL", "FR"],
+            input: path("input.wav"))
         client.stop()
-        try judgeByHand(sink: "conv-surround", record: record, recording: recording, positions: positions, outputPositions: ["FL", "FR"],
-                        input: path("input.wav"), entries: entries, wet: 1, dry: 0)
+        try judgeByHand(
+            sink: "conv-surround", record: record, recording: recording, positions: positions, outputPositions: ["FL", "FR"],
+            input: path("input.wav"), entries: entries, wet: 1, dry: 0)
     }
 
     /// pw-play → `sink`:playback_<POS>, output.`sink`:output_<POS> → one pw-record that also takes
     /// pw-play's output (PlayThrough). Returns the recording.
-    private func playByHand(sink: String, output: String? = nil, positions: [String], outputPositions: [String]? = nil,
-                            input: String) throws -> String {
+    private func playByHand(
+        sink: String, output: String? = nil, positions: [String], outputPositions: [String]? = nil,
+        input: String
+    ) throws -> String {
         let recording = path("rec-\(sink).f32")
         let seconds = Double(try AudioFile.info(path: input).frameCount) / 48000
-        try PlayThrough(daemon: daemon, nodeName: sink, positions: positions, outputPositions: outputPositions,
-                        nodeInputPrefix: "playback", outputNodeName: output ?? "output.\(sink)")
-            .run(inputPath: input, recordingPath: recording, seconds: seconds, tailSeconds: 0.3, tag: sink)
+        try PlayThrough(
+            daemon: daemon, nodeName: sink, positions: positions, outputPositions: outputPositions,
+            nodeInputPrefix: "playback", outputNodeName: output ?? "output.\(sink)"
+        )
+        .run(inputPath: input, recordingPath: recording, seconds: seconds, tailSeconds: 0.3, tag: sink)
         return recording
     }
 
     /// The node's record (its client stopped) against numpy, and the recording against the record.
     @discardableResult
-    private func judgeByHand(sink: String, record: NodeRecord, recording: String, positions: [String], outputPositions: [String]? = nil,
-                             input: String, entries: [ImpulseEntry], wet: Double, dry: Double,
-                             file: StaticString = #filePath, line: UInt = #line) throws -> RecordJudge.Result {
+    private func judgeByHand(
+        sink: String, record: NodeRecord, recording: String, positions: [String], outputPositions: [String]? = nil,
+        input: String, entries: [ImpulseEntry], wet: Double, dry: Double,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> RecordJudge.Result {
         let outputs = outputPositions ?? positions
-        let result = try RecordJudge.judge(record, inputs: positions.count, outputs: outputs.count, entries: entries,
-                                           segments: [.init(wet: wet, dry: dry)], played: input, workDirectory: daemon.runtimeDirectory)
+        let result = try RecordJudge.judge(
+            record, inputs: positions.count, outputs: outputs.count, entries: entries,
+            segments: [.init(wet: wet, dry: dry)], played: input, workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: outputs.count, label: "\(sink) by hand", file: file, line: line)
-        try LiveVerdict(record: record, recording: recording, played: input, positions: positions, outputPositions: outputPositions,
-                        workDirectory: daemon.runtimeDirectory).assertGraphPath(label: "\(sink) by hand", file: file, line: line)
+        try LiveVerdict(
+            record: record, recording: recording, played: input, positions: positions, outputPositions: outputPositions,
+            workDirectory: daemon.runtimeDirectory
+        ).assertGraphPath(label: "\(sink) by hand", file: file, line: line)
         return result
     }
 
     func testUnknownChannelPositionIsRefusedInSinkMode() throws {
         // Filter mode takes any name for its port names; a stream's format needs a PipeWire position.
-        let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-bad",
-                                               "--position", "FL,XQ", "--ir", "builtin:dirac"], timeout: 20)
+        let (status, output) = try daemon.run(
+            [
+                BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-bad",
+                "--position", "FL,XQ", "--ir", "builtin:dirac",
+            ], timeout: 20)
         XCTAssertNotEqual(status, 0)
         XCTAssertTrue(output.contains("audio.position") && output.contains("XQ"), output)
     }
@@ -422,13 +485,17 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(SinkSignals.impulse(frames: 96000), to: path("ir-a.wav"))
         try SinkSignals.write(SinkSignals.impulse(frames: 48000, seed: 7), to: path("ir-b.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.5, seconds: 12, leadOut: 0.5), to: path("input.wav"))
-        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-rtsink",
-                                         arguments: "node.name = conv-rtsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: "conv-rtsink",
+            arguments: "node.name = conv-rtsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
         background.append(host.client)
         try daemon.waitForPorts(ofNode: "output.conv-rtsink", count: 2, timeout: 30)
         let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rtsink")).id
-        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream("rec-rt"), "--format", "f32", "--rate", "48000",
-                                "--channels", "2", path("rec-rt.wav")], logName: "rec-rt.log")
+        let record = try spawn(
+            [
+                "pw-record", "-P", SinkGraph.handLinkedStream("rec-rt"), "--format", "f32", "--rate", "48000",
+                "--channels", "2", path("rec-rt.wav"),
+            ], logName: "rec-rt.log")
         try daemon.waitForPorts(ofNode: "rec-rt", count: 2)
         let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream("play-rt"), path("input.wav")], logName: "play-rt.log")
         try daemon.waitForPorts(ofNode: "play-rt", count: 2)
@@ -476,13 +543,17 @@ final class SinkModeTests: XCTestCase {
         try daemon.setQuantum(256)
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.2, seconds: 5, leadOut: 0.2), to: path("input.wav"))
-        let host = try RealtimeCheckHost(daemon: daemon, name: "conv-allocsink",
-                                         arguments: "node.name = conv-allocsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\""
-                                             + " test.fault = allocate-in-process")
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: "conv-allocsink",
+            arguments: "node.name = conv-allocsink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\""
+                + " test.fault = allocate-in-process")
         background.append(host.client)
         try daemon.waitForPorts(ofNode: "output.conv-allocsink", count: 2, timeout: 30)
-        let record = try spawn(["pw-record", "-P", SinkGraph.handLinkedStream("rec-alloc"), "--format", "f32", "--rate", "48000",
-                                "--channels", "2", path("rec-alloc.wav")], logName: "rec-alloc.log")
+        let record = try spawn(
+            [
+                "pw-record", "-P", SinkGraph.handLinkedStream("rec-alloc"), "--format", "f32", "--rate", "48000",
+                "--channels", "2", path("rec-alloc.wav"),
+            ], logName: "rec-alloc.log")
         try daemon.waitForPorts(ofNode: "rec-alloc", count: 2)
         let play = try spawn(["pw-play", "-P", SinkGraph.handLinkedStream("play-alloc"), path("input.wav")], logName: "play-alloc.log")
         try daemon.waitForPorts(ofNode: "play-alloc", count: 2)
@@ -498,8 +569,9 @@ final class SinkModeTests: XCTestCase {
         record.interrupt()
         print(report.summary)
         // 2 s at 256 frames per call is ~375 calls; allow for calls at other sizes.
-        XCTAssertGreaterThan(report.dataThreads.map(\.allocations).reduce(0, +), 100,
-                             "the counter must catch the allocating sink callback")
+        XCTAssertGreaterThan(
+            report.dataThreads.map(\.allocations).reduce(0, +), 100,
+            "the counter must catch the allocating sink callback")
     }
 
     /// The sink node's `convolver.calls` statistic.
@@ -582,7 +654,8 @@ private enum SinkGraph {
         for object in try daemon.dump() where (object["type"] as? String) == "PipeWire:Interface:Node" {
             let info = object["info"] as? [String: Any]
             guard ((info?["props"] as? [String: Any])?["node.name"] as? String) == node,
-                  let props = (info?["params"] as? [String: Any])?["Props"] as? [[String: Any]] else { continue }
+                let props = (info?["params"] as? [String: Any])?["Props"] as? [[String: Any]]
+            else { continue }
             for entry in props {
                 guard let params = entry["params"] as? [Any], params.contains(where: { ($0 as? String) == "gain" }) else { continue }
                 return stride(from: 0, to: params.count - 1, by: 2).compactMap { index in

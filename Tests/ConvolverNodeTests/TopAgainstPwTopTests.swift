@@ -11,8 +11,10 @@ final class TopAgainstPwTopTests: XCTestCase {
     override func setUpWithError() throws {
         try BuildProducts.requireModule()
         // pw-top has a batch mode (-b) since PipeWire 0.3.7x; Debian 12's 0.3.65 has none.
-        try XCTSkipUnless(PipeWireInstallation.isOneDotX, "pw-top of PipeWire \(PipeWireInstallation.version) has no batch mode; "
-                          + "this comparison runs on PipeWire 1.4.2 (make test-pipewire-1.4)")
+        try XCTSkipUnless(
+            PipeWireInstallation.isOneDotX,
+            "pw-top of PipeWire \(PipeWireInstallation.version) has no batch mode; "
+                + "this comparison runs on PipeWire 1.4.2 (make test-pipewire-1.4)")
         daemon = try PrivatePipeWire(name: "top-vs-pw-top")
         try daemon.setQuantum(256)
     }
@@ -52,26 +54,35 @@ final class TopAgainstPwTopTests: XCTestCase {
     func testConvolverNodesFiguresAgreeWithPwTop() throws {
         let node = "conv-top"
         try TestSignals.write(TestSignals.noise(seconds: 12), to: daemon.runtimeDirectory + "/input.wav")
-        let client = try ModuleClient.start(daemon, name: node,
-                                            arguments: "node.name = \(node) audio.position = [ FL FR ] filename = \"builtin:hall\"")
+        let client = try ModuleClient.start(
+            daemon, name: node,
+            arguments: "node.name = \(node) audio.position = [ FL FR ] filename = \"builtin:hall\"")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
         var pwTopOutput = "", ourOutput = ""
         try PlayThrough(daemon: daemon, nodeName: node)
-            .run(inputPath: daemon.runtimeDirectory + "/input.wav", recordingPath: daemon.runtimeDirectory + "/rec.f32",
-                 seconds: 12, tailSeconds: 0.1, tag: "top") {
+            .run(
+                inputPath: daemon.runtimeDirectory + "/input.wav", recordingPath: daemon.runtimeDirectory + "/rec.f32",
+                seconds: 12, tailSeconds: 0.1, tag: "top"
+            ) {
                 usleep(1_000_000)  // past the node's first calls
                 // pw-top's 6 refreshes (about 6 s) lie within our 9 s window, which starts a moment
                 // after pw-top's: its first refresh may come before ours began, and is not compared.
                 let pwTop = try daemon.spawn([PipeWireInstallation.tool("pw-top"), "-b", "-n", "6"], logName: "pw-top.log")
-                ourOutput = try daemon.run([BuildProducts.directory + "/pw-convolver", "top", "--batch", "--seconds", "9",
-                                            "--node", node], timeout: 30).output
+                ourOutput = try daemon.run(
+                    [
+                        BuildProducts.directory + "/pw-convolver", "top", "--batch", "--seconds", "9",
+                        "--node", node,
+                    ], timeout: 30
+                ).output
                 _ = pwTop.waitForExit(timeout: 10)
                 pwTopOutput = pwTop.log
             }
         print("pw-top -b:\n\(pwTopOutput)\npw-convolver top:\n\(ourOutput)")
-        let ours = try XCTUnwrap(ourOutput.components(separatedBy: "\nTOTAL ").last?.split(separator: "\n")
-            .first { $0.hasSuffix(" " + node) }, ourOutput).split(separator: " ")
+        let ours = try XCTUnwrap(
+            ourOutput.components(separatedBy: "\nTOTAL ").last?.split(separator: "\n")
+                .first { $0.hasSuffix(" " + node) }, ourOutput
+        ).split(separator: " ")
         // S ID QUANT RATE CYCLES WAIT-AVG WAIT-P99 WAIT-MAX BUSY-AVG BUSY-P99 BUSY-MAX B/Q LATE NAME
         let (quantum, rate) = (Int(ours[2]) ?? -1, Int(ours[3]) ?? -1)
         let (waitMax, busyAverage, busyMax) = (Double(ours[7]) ?? -1, Double(ours[8]) ?? -1, Double(ours[10]) ?? -1)

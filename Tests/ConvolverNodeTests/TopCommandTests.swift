@@ -14,8 +14,9 @@ final class TopCommandTests: XCTestCase {
     override func setUpWithError() throws {
         runtimeDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("swconv-top-test-\(getpid())-\(UInt32.random(in: 0 ... .max))")
-        try FileManager.default.createDirectory(at: runtimeDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            at: runtimeDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         // The daemon is started directly (not through scripts/private-pipewire.sh, whose background
         // daemon kept Foundation's Process from seeing the script exit).
         let log = runtimeDirectory.appendingPathComponent("pipewire.log")
@@ -30,10 +31,14 @@ final class TopCommandTests: XCTestCase {
         try daemon.run()
         self.daemon = daemon
         let socket = runtimeDirectory.appendingPathComponent("pipewire-0").path
-        for _ in 0 ..< 200 where daemon.isRunning && !FileManager.default.fileExists(atPath: socket) { usleep(25_000) }
+        for _ in 0..<200 where daemon.isRunning && !FileManager.default.fileExists(atPath: socket) { usleep(25_000) }
         guard FileManager.default.fileExists(atPath: socket) else {
-            throw NSError(domain: "TopCommandTests", code: 1, userInfo: [NSLocalizedDescriptionKey:
-                "private PipeWire did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"])
+            throw NSError(
+                domain: "TopCommandTests", code: 1,
+                userInfo: [
+                    NSLocalizedDescriptionKey:
+                        "private PipeWire did not start: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")"
+                ])
         }
     }
 
@@ -59,9 +64,13 @@ final class TopCommandTests: XCTestCase {
         // Without a session manager streams get ports only with auto-port-config; the recorder wants
         // the driver (so the pair is clocked), the player does not (so it waits to be linked).
         let ports = "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
-        try start(PipeWireInstallation.tool("pw-record"), ["-P", "{ node.name = \(recorder) node.want-driver = true \(ports) }",
-                                         "--rate", "\(rate)", "--channels", "2",
-                                         runtimeDirectory.appendingPathComponent("out.wav").path])
+        try start(
+            PipeWireInstallation.tool("pw-record"),
+            [
+                "-P", "{ node.name = \(recorder) node.want-driver = true \(ports) }",
+                "--rate", "\(rate)", "--channels", "2",
+                runtimeDirectory.appendingPathComponent("out.wav").path,
+            ])
         try start(PipeWireInstallation.tool("pw-play"), ["-P", "{ node.name = \(player) node.want-driver = false \(ports) }", signal.path])
         try waitForPorts(["\(player):output_FL", "\(recorder):input_FL"])
         for channel in ["FL", "FR"] {
@@ -93,8 +102,9 @@ final class TopCommandTests: XCTestCase {
 
         // --node keeps only that node; an unknown node is an error.
         let filtered = try run(topExecutable.path, ["top", "--batch", "--seconds", "1.5", "--node", recorder])
-        let names = Set(filtered.split(separator: "\n").filter { !$0.hasPrefix("S ") && !$0.hasPrefix("TOTAL") }
-            .map { TopRow($0).name })
+        let names = Set(
+            filtered.split(separator: "\n").filter { !$0.hasPrefix("S ") && !$0.hasPrefix("TOTAL") }
+                .map { TopRow($0).name })
         XCTAssertEqual(names, [recorder], filtered)
         XCTAssertThrowsError(try run(topExecutable.path, ["top", "--batch", "--seconds", "1", "--node", "no-such-node"]))
     }
@@ -102,8 +112,9 @@ final class TopCommandTests: XCTestCase {
     func testWithoutDaemonItFailsWithAMessageNamingTheRuntimeDirectory() throws {
         let empty = runtimeDirectory.appendingPathComponent("empty")
         try FileManager.default.createDirectory(at: empty, withIntermediateDirectories: true)
-        let result = try capture(topExecutable.path, ["top", "--batch", "--seconds", "1"],
-                                 environment: ["XDG_RUNTIME_DIR": empty.path])
+        let result = try capture(
+            topExecutable.path, ["top", "--batch", "--seconds", "1"],
+            environment: ["XDG_RUNTIME_DIR": empty.path])
         XCTAssertEqual(result.status, 1)
         XCTAssertTrue(result.error.contains(empty.path), result.error)
     }
@@ -111,7 +122,7 @@ final class TopCommandTests: XCTestCase {
     /// bench-live and `make demo` stop top with SIGINT: it prints the TOTAL block and exits 0. The
     /// signal reaches top's main loop (signalfd), never one of PipeWire's threads.
     func testSIGINTEndsItWithTheTotalBlock() throws {
-        for _ in 0 ..< 3 {
+        for _ in 0..<3 {
             let result = try capture(topExecutable.path, ["top", "--batch"], environment: [:]) { top in
                 usleep(1_300_000)
                 kill(top.processIdentifier, SIGINT)
@@ -158,12 +169,16 @@ final class TopCommandTests: XCTestCase {
     }
 
     private func writeNoise(to url: URL, seconds: Double, rate: Int) throws {
-        try run("/usr/bin/sox", ["-n", "-r", "\(rate)", "-c", "2", "-b", "32", "-e", "float", url.path,
-                                 "synth", "\(seconds)", "whitenoise", "vol", "0.3"])
+        try run(
+            "/usr/bin/sox",
+            [
+                "-n", "-r", "\(rate)", "-c", "2", "-b", "32", "-e", "float", url.path,
+                "synth", "\(seconds)", "whitenoise", "vol", "0.3",
+            ])
     }
 
     private func waitForPorts(_ ports: [String]) throws {
-        for _ in 0 ..< 100 {
+        for _ in 0..<100 {
             let listed = try run(PipeWireInstallation.tool("pw-link"), ["-o", "-i"])
             if ports.allSatisfy(listed.contains) { return }
             usleep(50_000)
@@ -193,8 +208,11 @@ final class TopCommandTests: XCTestCase {
     private func run(_ executable: String, _ arguments: [String]) throws -> String {
         let result = try capture(executable, arguments, environment: [:])
         guard result.status == 0 else {
-            throw NSError(domain: "TopCommandTests", code: Int(result.status), userInfo: [
-                NSLocalizedDescriptionKey: "\(executable) \(arguments) exited \(result.status): \(result.error)"])
+            throw NSError(
+                domain: "TopCommandTests", code: Int(result.status),
+                userInfo: [
+                    NSLocalizedDescriptionKey: "\(executable) \(arguments) exited \(result.status): \(result.error)"
+                ])
         }
         return result.output
     }
@@ -203,8 +221,10 @@ final class TopCommandTests: XCTestCase {
     /// completion is polled: a pipe read blocked here once when a daemon started by the tool kept
     /// the test waiting.
     /// `meanwhile` runs once the tool has started.
-    private func capture(_ executable: String, _ arguments: [String], environment overrides: [String: String],
-                         timeout: TimeInterval = 30, meanwhile: (Process) -> Void = { _ in })
+    private func capture(
+        _ executable: String, _ arguments: [String], environment overrides: [String: String],
+        timeout: TimeInterval = 30, meanwhile: (Process) -> Void = { _ in }
+    )
         throws -> (status: Int32, output: String, error: String)
     {
         let outputFile = runtimeDirectory.appendingPathComponent("out-\(UUID().uuidString)")
@@ -225,7 +245,9 @@ final class TopCommandTests: XCTestCase {
         while process.isRunning && Date() < deadline { usleep(20_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        return (process.terminationStatus, try String(contentsOf: outputFile, encoding: .utf8),
-                try String(contentsOf: errorFile, encoding: .utf8))
+        return (
+            process.terminationStatus, try String(contentsOf: outputFile, encoding: .utf8),
+            try String(contentsOf: errorFile, encoding: .utf8)
+        )
     }
 }

@@ -53,29 +53,39 @@ final class UserConfigTests: XCTestCase {
     }
 
     /// Plays noise through the node, then stops `client` (the node writes its record) and judges.
-    private func playAndCompare(node: String, client: BackgroundProcess, outputNode: String? = nil, positions: [String],
-                                outputPositions: [String]? = nil, inputPrefix: String,
-                                entries: [ImpulseEntry], wet: Double, dry: Double, irSeconds: Double,
-                                file: StaticString = #filePath, line: UInt = #line) throws {
+    private func playAndCompare(
+        node: String, client: BackgroundProcess, outputNode: String? = nil, positions: [String],
+        outputPositions: [String]? = nil, inputPrefix: String,
+        entries: [ImpulseEntry], wet: Double, dry: Double, irSeconds: Double,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let inputs = positions.count
         // pw-play streams from its first link; the links are made one by one (two per input, ~0.1 s
         // each), so the noise starts only after all of them are in place (8 inputs took ~1.4 s).
         let leadIn = 0.5 + 0.3 * Double(inputs)
-        try TestSignals.write(TestSignals.noise(seconds: 1.5, channels: inputs, leadIn: leadIn, leadOut: irSeconds + 0.3),
-                              to: path("input.wav"))
-        try PlayThrough(daemon: daemon, nodeName: node, positions: positions, outputPositions: outputPositions,
-                        nodeInputPrefix: inputPrefix, outputNodeName: outputNode)
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: leadIn + 1.5 + irSeconds,
-                 tailSeconds: 0.3, tag: node)
+        try TestSignals.write(
+            TestSignals.noise(seconds: 1.5, channels: inputs, leadIn: leadIn, leadOut: irSeconds + 0.3),
+            to: path("input.wav"))
+        try PlayThrough(
+            daemon: daemon, nodeName: node, positions: positions, outputPositions: outputPositions,
+            nodeInputPrefix: inputPrefix, outputNodeName: outputNode
+        )
+        .run(
+            inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: leadIn + 1.5 + irSeconds,
+            tailSeconds: 0.3, tag: node)
         if let properties = try? daemon.nodeProperties(node) {
-            print("\(node): " + properties.properties.filter { $0.key.hasPrefix("convolver.") }
-                .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+            print(
+                "\(node): "
+                    + properties.properties.filter { $0.key.hasPrefix("convolver.") }
+                    .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         }
         XCTAssertTrue(client.isRunning, client.log, file: file, line: line)
         client.stop()
-        try LiveVerdict(record: record, recording: path("rec.f32"), played: path("input.wav"), positions: positions,
-                        outputPositions: outputPositions, workDirectory: daemon.runtimeDirectory)
-            .assertExact(entries: entries, segments: [.init(wet: wet, dry: dry)], label: node, file: file, line: line)
+        try LiveVerdict(
+            record: record, recording: path("rec.f32"), played: path("input.wav"), positions: positions,
+            outputPositions: outputPositions, workDirectory: daemon.runtimeDirectory
+        )
+        .assertExact(entries: entries, segments: [.init(wet: wet, dry: dry)], label: node, file: file, line: line)
     }
 
     // MARK: - Sink mode
@@ -87,7 +97,8 @@ final class UserConfigTests: XCTestCase {
         let ir = [Self.impulse(frames: 2400, tap: 0, seed: 1), Self.impulse(frames: 2400, tap: 5, seed: 2)]
         try TestSignals.write(ir, to: path("ir.wav"))
         record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-sink")
-        let client = try ModuleClient.start(daemon, name: "sink",
+        let client = try ModuleClient.start(
+            daemon, name: "sink",
             arguments: "node.name = conv-sink mode = sink audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" \(record.argument)")
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-sink", count: 4, timeout: 30)
@@ -97,9 +108,10 @@ final class UserConfigTests: XCTestCase {
         let node = try XCTUnwrap(try daemon.nodeProperties("conv-sink"))
         XCTAssertEqual(node.properties["media.class"] as? String, "Audio/Sink")
         XCTAssertEqual(node.properties["node.virtual"] as? Bool, true, "pw-dump gives booleans as JSON booleans")
-        try playAndCompare(node: "conv-sink", client: client, outputNode: "output.conv-sink", positions: ["FL", "FR"], inputPrefix: "playback",
-                           entries: [.init(0, 0, path("ir.wav"), 0), .init(1, 1, path("ir.wav"), 1)],
-                           wet: 1, dry: 0, irSeconds: 0.05)
+        try playAndCompare(
+            node: "conv-sink", client: client, outputNode: "output.conv-sink", positions: ["FL", "FR"], inputPrefix: "playback",
+            entries: [.init(0, 0, path("ir.wav"), 0), .init(1, 1, path("ir.wav"), 1)],
+            wet: 1, dry: 0, irSeconds: 0.05)
     }
 
     // MARK: - Ready-made configs
@@ -111,9 +123,10 @@ final class UserConfigTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "output.convolver-hall", count: 2, timeout: 30)
         XCTAssertEqual(try daemon.nodeProperties("convolver-hall")?.properties["media.class"] as? String, "Audio/Sink")
-        try playAndCompare(node: "convolver-hall", client: client, outputNode: "output.convolver-hall", positions: ["FL", "FR"], inputPrefix: "playback",
-                           entries: [.init(0, 0, path("hall.wav"), 0), .init(1, 1, path("hall.wav"), 1)],
-                           wet: 0.3, dry: 0.7, irSeconds: Double(hall.frameCount) / 48000)
+        try playAndCompare(
+            node: "convolver-hall", client: client, outputNode: "output.convolver-hall", positions: ["FL", "FR"], inputPrefix: "playback",
+            entries: [.init(0, 0, path("hall.wav"), 0), .init(1, 1, path("hall.wav"), 1)],
+            wet: 0.3, dry: 0.7, irSeconds: Double(hall.frameCount) / 48000)
     }
 
     func testRoomCorrectionConfig() throws {
@@ -123,33 +136,39 @@ final class UserConfigTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "output.convolver-room", count: 2, timeout: 30)
         // gain = 0.501 in the config: −6 dB.
-        try playAndCompare(node: "convolver-room", client: client, outputNode: "output.convolver-room", positions: ["FL", "FR"], inputPrefix: "playback",
-                           entries: [.init(0, 0, path("room-correction.wav"), 0), .init(1, 1, path("room-correction.wav"), 1)],
-                           wet: 0.501, dry: 0, irSeconds: 0.1)
+        try playAndCompare(
+            node: "convolver-room", client: client, outputNode: "output.convolver-room", positions: ["FL", "FR"], inputPrefix: "playback",
+            entries: [.init(0, 0, path("room-correction.wav"), 0), .init(1, 1, path("room-correction.wav"), 1)],
+            wet: 0.501, dry: 0, irSeconds: 0.1)
     }
 
     func testTrueStereoFourChannelConfig() throws {
-        try TestSignals.write((0..<4).map { Self.impulse(frames: 4800, tap: $0 * 3, seed: 10 + UInt64($0)) },
-                              to: path("true-stereo-4ch.wav"))
+        try TestSignals.write(
+            (0..<4).map { Self.impulse(frames: 4800, tap: $0 * 3, seed: 10 + UInt64($0)) },
+            to: path("true-stereo-4ch.wav"))
         let client = try startConfig("swift-convolver-true-stereo.conf", node: "convolver-true-stereo", portCount: 4)
         defer { client.stop() }
         let file = path("true-stereo-4ch.wav")
-        try playAndCompare(node: "convolver-true-stereo", client: client, positions: ["FL", "FR"], inputPrefix: "input",
-                           entries: [.init(0, 0, file, 0), .init(0, 1, file, 1), .init(1, 0, file, 2), .init(1, 1, file, 3)],
-                           wet: 1, dry: 0, irSeconds: 0.1)
+        try playAndCompare(
+            node: "convolver-true-stereo", client: client, positions: ["FL", "FR"], inputPrefix: "input",
+            entries: [.init(0, 0, file, 0), .init(0, 1, file, 1), .init(1, 0, file, 2), .init(1, 1, file, 3)],
+            wet: 1, dry: 0, irSeconds: 0.1)
     }
 
     func testTrueStereoTwoFilesConfig() throws {
-        try TestSignals.write([Self.impulse(frames: 4800, tap: 0, seed: 20), Self.impulse(frames: 4800, tap: 9, seed: 21)],
-                              to: path("left.wav"))
-        try TestSignals.write([Self.impulse(frames: 4800, tap: 11, seed: 22), Self.impulse(frames: 4800, tap: 2, seed: 23)],
-                              to: path("right.wav"))
+        try TestSignals.write(
+            [Self.impulse(frames: 4800, tap: 0, seed: 20), Self.impulse(frames: 4800, tap: 9, seed: 21)],
+            to: path("left.wav"))
+        try TestSignals.write(
+            [Self.impulse(frames: 4800, tap: 11, seed: 22), Self.impulse(frames: 4800, tap: 2, seed: 23)],
+            to: path("right.wav"))
         let client = try startConfig("swift-convolver-true-stereo-two-files.conf", node: "convolver-true-stereo-2", portCount: 4)
         defer { client.stop() }
         let left = path("left.wav"), right = path("right.wav")
-        try playAndCompare(node: "convolver-true-stereo-2", client: client, positions: ["FL", "FR"], inputPrefix: "input",
-                           entries: [.init(0, 0, left, 0), .init(0, 1, left, 1), .init(1, 0, right, 0), .init(1, 1, right, 1)],
-                           wet: 1, dry: 0, irSeconds: 0.1)
+        try playAndCompare(
+            node: "convolver-true-stereo-2", client: client, positions: ["FL", "FR"], inputPrefix: "input",
+            entries: [.init(0, 0, left, 0), .init(0, 1, left, 1), .init(1, 0, right, 0), .init(1, 1, right, 1)],
+            wet: 1, dry: 0, irSeconds: 0.1)
     }
 
     func testCabinetMonoConfig() throws {
@@ -157,8 +176,9 @@ final class UserConfigTests: XCTestCase {
         let client = try startConfig("swift-convolver-cabinet-mono.conf", node: "convolver-cabinet", portCount: 2)
         defer { client.stop() }
         XCTAssertEqual(try daemon.portNames(ofNode: "convolver-cabinet"), ["input_MONO", "output_MONO"])
-        try playAndCompare(node: "convolver-cabinet", client: client, positions: ["MONO"], inputPrefix: "input",
-                           entries: [.init(0, 0, path("cabinet.wav"), 0)], wet: 1, dry: 0, irSeconds: 0.05)
+        try playAndCompare(
+            node: "convolver-cabinet", client: client, positions: ["MONO"], inputPrefix: "input",
+            entries: [.init(0, 0, path("cabinet.wav"), 0)], wet: 1, dry: 0, irSeconds: 0.05)
     }
 
     func testCabinetStereoConfig() throws {
@@ -166,8 +186,9 @@ final class UserConfigTests: XCTestCase {
         let client = try startConfig("swift-convolver-cabinet-stereo.conf", node: "convolver-cabinet-stereo", portCount: 4)
         defer { client.stop() }
         let cabinet = path("cabinet.wav")
-        try playAndCompare(node: "convolver-cabinet-stereo", client: client, positions: ["FL", "FR"], inputPrefix: "input",
-                           entries: [.init(0, 0, cabinet, 0), .init(1, 1, cabinet, 0)], wet: 1, dry: 0, irSeconds: 0.05)
+        try playAndCompare(
+            node: "convolver-cabinet-stereo", client: client, positions: ["FL", "FR"], inputPrefix: "input",
+            entries: [.init(0, 0, cabinet, 0), .init(1, 1, cabinet, 0)], wet: 1, dry: 0, irSeconds: 0.05)
     }
 
     /// 8 inputs → 2 ears through a synthetic 14-channel HRIR in HeSuVi's channel order; the
@@ -179,20 +200,24 @@ final class UserConfigTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "output.convolver-surround", count: 2, timeout: 30)
         let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
-        XCTAssertEqual(try daemon.portNames(ofNode: "convolver-surround"),
-                       (positions.map { "monitor_\($0)" } + positions.map { "playback_\($0)" }).sorted())
+        XCTAssertEqual(
+            try daemon.portNames(ofNode: "convolver-surround"),
+            (positions.map { "monitor_\($0)" } + positions.map { "playback_\($0)" }).sorted())
         XCTAssertEqual(try daemon.portNames(ofNode: "output.convolver-surround"), ["output_FL", "output_FR"])
         // HeSuVi: 0 FL-L 1 FL-R 2 SL-L 3 SL-R 4 RL-L 5 RL-R 6 FC-L 7 FR-R 8 FR-L 9 SR-R 10 SR-L 11 RR-R 12 RR-L 13 FC-R.
-        let leftRight: [String: (Int, Int)] = ["FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
-                                                "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9)]
+        let leftRight: [String: (Int, Int)] = [
+            "FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
+            "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9),
+        ]
         let hrir = path("hrir.wav")
         var entries: [ImpulseEntry] = []
         for (input, position) in positions.enumerated() {
             let (left, right) = try XCTUnwrap(leftRight[position])
             entries += [.init(input, 0, hrir, left), .init(input, 1, hrir, right)]
         }
-        try playAndCompare(node: "convolver-surround", client: client, outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
-                           inputPrefix: "playback", entries: entries, wet: 1, dry: 0, irSeconds: 0.05)
+        try playAndCompare(
+            node: "convolver-surround", client: client, outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
+            inputPrefix: "playback", entries: entries, wet: 1, dry: 0, irSeconds: 0.05)
     }
 }
 
@@ -208,23 +233,27 @@ extension UserConfigTests {
         let positions = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
         let azimuths: [String: Double] = ["FL": 30, "FR": -30, "FC": 0, "RL": 150, "RR": -150, "SL": 90, "SR": -90]
         let set = try HRTFSet(path: SOFATests.kemar)
-        var filters: [[[Float]]] = []   // per input, per ear
+        var filters: [[[Float]]] = []  // per input, per ear
         for position in positions {
             if let azimuth = azimuths[position] {
                 filters.append(try ImpulseResponse.load(set, direction: SourceDirection(azimuth: azimuth), sampleRate: 48000).channels)
             } else {
-                filters.append([[1], [1]])   // LFE: unfiltered
+                filters.append([[1], [1]])  // LFE: unfiltered
             }
         }
         // The ears' autogain for this matrix (its levels are AutogainTests' to judge), as the node reports it.
-        let matrix = ConvolutionMatrix(inputCount: 8, outputCount: 2, entries: filters.enumerated().flatMap { input, ears in
-            ears.enumerated().map { ConvolutionMatrix.Entry(input: input, output: $0.offset, impulse: $0.element) } })
+        let matrix = ConvolutionMatrix(
+            inputCount: 8, outputCount: 2,
+            entries: filters.enumerated().flatMap { input, ears in
+                ears.enumerated().map { ConvolutionMatrix.Entry(input: input, output: $0.offset, impulse: $0.element) }
+            })
         let gains = Autogain.gains(matrix, sampleRate: 48000)
         var reported = ""
-        XCTAssertTrue(waitUntil(timeout: 5) {   // statistics come once a second
-            reported = ((try? self.daemon.nodeProperties("convolver-sofa-surround"))?.properties["convolver.autogain-db"] as? String) ?? ""
-            return reported.contains(",")
-        }, "convolver.autogain-db: '\(reported)'")
+        XCTAssertTrue(
+            waitUntil(timeout: 5) {  // statistics come once a second
+                reported = ((try? self.daemon.nodeProperties("convolver-sofa-surround"))?.properties["convolver.autogain-db"] as? String) ?? ""
+                return reported.contains(",")
+            }, "convolver.autogain-db: '\(reported)'")
         XCTAssertEqual(reported, gains.map { String(format: "%.2f", 20 * log10($0)) }.joined(separator: ","))
         var entries: [ImpulseEntry] = []
         for (input, ears) in filters.enumerated() {
@@ -232,9 +261,10 @@ extension UserConfigTests {
             try TestSignals.write([ears[0].map { $0 * gains[0] }, ears[1].map { $0 * gains[1] }], to: file)
             entries += [.init(input, 0, file, 0), .init(input, 1, file, 1)]
         }
-        try playAndCompare(node: "convolver-sofa-surround", client: client, outputNode: "output.convolver-sofa-surround",
-                           positions: positions, outputPositions: ["FL", "FR"], inputPrefix: "playback", entries: entries,
-                           wet: 1, dry: 0, irSeconds: 0.05)
+        try playAndCompare(
+            node: "convolver-sofa-surround", client: client, outputNode: "output.convolver-sofa-surround",
+            positions: positions, outputPositions: ["FL", "FR"], inputPrefix: "playback", entries: entries,
+            wet: 1, dry: 0, irSeconds: 0.05)
     }
 }
 
@@ -250,19 +280,25 @@ final class SinkModeConfigurationTests: XCTestCase {
     }
 
     func testOutputPositions() throws {
-        let (configuration, _) = try NodeConfiguration.parse(arguments: """
-            audio.position = [ FL FR FC ] output.position = [ FL FR ]
-            impulses = [ { input = 2 output = 1 filename = builtin:dirac } ]
-            """)
+        let (configuration, _) = try NodeConfiguration.parse(
+            arguments: """
+                audio.position = [ FL FR FC ] output.position = [ FL FR ]
+                impulses = [ { input = 2 output = 1 filename = builtin:dirac } ]
+                """)
         XCTAssertEqual(configuration.channelCount, 3)
         XCTAssertEqual(configuration.outputCount, 2)
         // An output index beyond the outputs names the entry.
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: """
-            audio.position = [ FL FR FC ] output.position = [ FL FR ]
-            impulses = [ { input = 2 output = 2 filename = builtin:dirac } ]
-            """)) { error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "impulses[0].output") }
+        XCTAssertThrowsError(
+            try NodeConfiguration.parse(
+                arguments: """
+                    audio.position = [ FL FR FC ] output.position = [ FL FR ]
+                    impulses = [ { input = 2 output = 2 filename = builtin:dirac } ]
+                    """)
+        ) { error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "impulses[0].output") }
         // Different counts need a matrix.
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "audio.position = [ FL FR FC ] output.position = [ FL FR ] filename = builtin:dirac")) {
+        XCTAssertThrowsError(
+            try NodeConfiguration.parse(arguments: "audio.position = [ FL FR FC ] output.position = [ FL FR ] filename = builtin:dirac")
+        ) {
             error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "output.position")
         }
     }

@@ -37,13 +37,17 @@ public func manyLevelConfiguration(impulseLength: Int) -> EngineConfiguration {
 
 /// A random matrix: each output fed by every input (`crossed`) or by input `output % inputCount`
 /// only, each impulse noise of a length drawn from `impulseLengths`.
-public func randomMatrix(inputCount: Int, outputCount: Int, crossed: Bool, impulseLengths: ClosedRange<Int>,
-                         using generator: inout SeededGenerator) -> ConvolutionMatrix {
+public func randomMatrix(
+    inputCount: Int, outputCount: Int, crossed: Bool, impulseLengths: ClosedRange<Int>,
+    using generator: inout SeededGenerator
+) -> ConvolutionMatrix {
     var entries: [ConvolutionMatrix.Entry] = []
     for output in 0..<outputCount {
         for input in 0..<inputCount where crossed || input == output % inputCount {
-            entries.append(.init(input: input, output: output,
-                                 impulse: [Float].noise(Int.random(in: impulseLengths, using: &generator), using: &generator)))
+            entries.append(
+                .init(
+                    input: input, output: output,
+                    impulse: [Float].noise(Int.random(in: impulseLengths, using: &generator), using: &generator)))
         }
     }
     return ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)

@@ -27,4 +27,3 @@ public enum Reference {
         return 10 * log10(error / max(energy, 1e-300))
     }
 }
-

@@ -8,8 +8,10 @@ public enum ReferenceScript {
 
     /// Writes `spec` as JSON into `workDirectory`, runs `python3 scriptPath SPEC.json` and decodes
     /// what it prints. A failing script or an unreadable answer throws, with its output.
-    public static func run<Spec: Encodable, Answer: Decodable>(_ scriptPath: String, _ spec: Spec,
-                                                              workDirectory: String) throws -> Answer {
+    public static func run<Spec: Encodable, Answer: Decodable>(
+        _ scriptPath: String, _ spec: Spec,
+        workDirectory: String
+    ) throws -> Answer {
         let name = URL(fileURLWithPath: scriptPath).lastPathComponent
         let specPath = workDirectory + "/\(name)-\(UUID().uuidString).json"
         try JSONEncoder().encode(spec).write(to: URL(fileURLWithPath: specPath))

@@ -14,8 +14,9 @@ public enum ResampleReference {
         public var gainDB: Double
 
         public var description: String {
-            String(format: "peak at %d (reference %d), error %.1f dB after 64 frames (%.1f dB in all), gain %+.3f dB",
-                   oursPeakFrame, referencePeakFrame, errorAfterHeadDB, errorDB, gainDB)
+            String(
+                format: "peak at %d (reference %d), error %.1f dB after 64 frames (%.1f dB in all), gain %+.3f dB",
+                oursPeakFrame, referencePeakFrame, errorAfterHeadDB, errorDB, gainDB)
         }
     }
 
@@ -34,8 +35,9 @@ public enum ResampleReference {
     /// Writes the cabinet IR at `rate` into `directory` as raw floats and as a float WAV.
     public static func writeCabinet(rate: Double, directory: String) throws -> Cabinet {
         let raw = directory + "/cabinet-\(Int(rate)).f32"
-        let _: Frames = try ReferenceScript.run(script, ["task": "cabinet", "out": raw, "rate": "\(rate)"],
-                                                workDirectory: directory)
+        let _: Frames = try ReferenceScript.run(
+            script, ["task": "cabinet", "out": raw, "rate": "\(rate)"],
+            workDirectory: directory)
         let samples = try Data(contentsOf: URL(fileURLWithPath: raw)).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         let wav = directory + "/cabinet-\(Int(rate)).wav"
         try AudioFile.write(path: wav, sampleRate: rate, channels: [samples])
@@ -54,7 +56,10 @@ public enum ResampleReference {
     public static func judge(_ resampled: [Float], targetRate: Double, of cabinet: Cabinet, directory: String) throws -> Verdict {
         let ours = directory + "/ours-\(Int(cabinet.sampleRate))-\(Int(targetRate)).f32"
         try resampled.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: ours)) }
-        return try ReferenceScript.run(script, CompareSpec(source: cabinet.raw, sourceRate: cabinet.sampleRate,
-                                                           targetRate: targetRate, ours: ours), workDirectory: directory)
+        return try ReferenceScript.run(
+            script,
+            CompareSpec(
+                source: cabinet.raw, sourceRate: cabinet.sampleRate,
+                targetRate: targetRate, ours: ours), workDirectory: directory)
     }
 }

@@ -16,8 +16,12 @@ final class WorkgroupSchedulerTests: XCTestCase {
         configuration.threadCount = .fixed(2)
         configuration.realtimePriority = nil
         let scheduler = WorkgroupLevelScheduler(configuration: configuration)
-        try scheduler.prepare(runner: runner, levels: [.init(blockSize: 128, dueAfterSamples: 128),
-                                                        .init(blockSize: 256, dueAfterSamples: 256)])
+        try scheduler.prepare(
+            runner: runner,
+            levels: [
+                .init(blockSize: 128, dueAfterSamples: 128),
+                .init(blockSize: 256, dueAfterSamples: 256),
+            ])
         defer { scheduler.stop() }
         var late: [Int] = []
         for block in 0..<32 {
@@ -49,8 +53,10 @@ final class WorkgroupSchedulerTests: XCTestCase {
 // MARK: - With the real engine
 
 /// Feeds `inputs` through `engine` in `callSizes` (cycled); `beforeCall` runs before each process.
-func render(_ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int],
-            beforeCall: (Int) -> Void = { _ in }, afterCall: (Int) -> Void = { _ in }) -> [[Float]] {
+func render(
+    _ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int],
+    beforeCall: (Int) -> Void = { _ in }, afterCall: (Int) -> Void = { _ in }
+) -> [[Float]] {
     let frames = inputs[0].count
     var outputs = [[Float]](repeating: [Float](repeating: .nan, count: frames), count: engine.outputCount)
     let inputPointers = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: engine.inputCount)
@@ -142,15 +148,19 @@ final class WorkgroupEngineTests: XCTestCase {
             var entries: [ConvolutionMatrix.Entry] = []
             for input in 0..<inputCount {
                 for output in 0..<outputCount where input == output || trial % 2 == 1 {
-                    entries.append(.init(input: input, output: output,
-                                         impulse: [Float].noise(Int.random(in: 500...40000, using: &generator), using: &generator)))
+                    entries.append(
+                        .init(
+                            input: input, output: output,
+                            impulse: [Float].noise(Int.random(in: 500...40000, using: &generator), using: &generator)))
                 }
             }
             if entries.isEmpty { entries.append(.init(input: 0, output: 0, impulse: [Float].noise(3000, using: &generator))) }
             let matrix = ConvolutionMatrix(inputCount: inputCount, outputCount: outputCount, entries: entries)
             let impulseLength = entries.map(\.impulse.count).max()!
             // Even trials: the many-level test plan; odd trials: the engine's own planner.
-            let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
+            let configuration =
+                trial % 2 == 0
+                ? manyLevelConfiguration(impulseLength: impulseLength)
                 : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
             let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
             let inputs = (0..<inputCount).map { _ in [Float].noise(impulseLength + 20000, using: &generator) }
@@ -172,8 +182,10 @@ final class WorkgroupEngineTests: XCTestCase {
             XCTAssertGreaterThan(statistics.helpers.intervals, 0, "no job ran on the helpers")
             for output in 0..<outputCount {
                 let mismatch = firstBitDifference(actual[output], expected[output])
-                XCTAssertNil(mismatch, "trial \(trial), output \(output), plan \(engine.plan), calls \(callSizes): "
-                             + "first difference at \(mismatch ?? -1)")
+                XCTAssertNil(
+                    mismatch,
+                    "trial \(trial), output \(output), plan \(engine.plan), calls \(callSizes): "
+                        + "first difference at \(mismatch ?? -1)")
             }
         }
     }
@@ -187,23 +199,28 @@ final class WorkgroupEngineTests: XCTestCase {
         let configuration = manyLevelConfiguration(impulseLength: impulse.count)
         let delayedLevel = 2, delayedBlocks = [3, 9]
         let inner = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
-        let scheduler = DelayInjectingScheduler(inner, delays: Dictionary(
-            uniqueKeysWithValues: delayedBlocks.map { (delayedLevel << 32 | $0, UInt32(200_000)) }))
+        let scheduler = DelayInjectingScheduler(
+            inner,
+            delays: Dictionary(
+                uniqueKeysWithValues: delayedBlocks.map { (delayedLevel << 32 | $0, UInt32(200_000)) }))
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         let input = [Float].noise(20000, using: &generator)
         let waitNanos: UInt64 = 30_000_000
         var lateLevels = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
-        let actual = render(engine, [input], callSizes: [64], beforeCall: { _ in
-            callStart = monotonicNanos()
-            inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
-        }, afterCall: { _ in
-            longestCallNanos = max(longestCallNanos, monotonicNanos() - callStart)
-            let late = inner.statistics().lateLevels
-            if late > lateLevels {
-                lateLevels = late
-                inner.waitUntilIdle()  // the test lets the delayed job finish: one late level per delay
-            }
-        })[0]
+        let actual = render(
+            engine, [input], callSizes: [64],
+            beforeCall: { _ in
+                callStart = monotonicNanos()
+                inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
+            },
+            afterCall: { _ in
+                longestCallNanos = max(longestCallNanos, monotonicNanos() - callStart)
+                let late = inner.statistics().lateLevels
+                if late > lateLevels {
+                    lateLevels = late
+                    inner.waitUntilIdle()  // the test lets the delayed job finish: one late level per delay
+                }
+            })[0]
         engine.stop()
         let statistics = inner.statistics()
         XCTAssertEqual(statistics.lateLevels, delayedBlocks.count, "\(statistics)")
@@ -214,7 +231,7 @@ final class WorkgroupEngineTests: XCTestCase {
 
         let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), [input], callSizes: [64])[0]
         let level = engine.plan.tails[engine.plan.tails.startIndex + delayedLevel]
-        let missing = delayedBlocks.map { (level.offset + $0 * level.blockSize) ..< (level.offset + ($0 + 1) * level.blockSize) }
+        let missing = delayedBlocks.map { (level.offset + $0 * level.blockSize)..<(level.offset + ($0 + 1) * level.blockSize) }
         XCTAssertTrue(actual.allSatisfy(\.isFinite))
         for n in actual.indices {
             if missing.contains(where: { $0.contains(n) }) { continue }
@@ -231,12 +248,16 @@ final class WorkgroupEngineTests: XCTestCase {
     /// The real-time contract on the data thread and the helpers, with the real engine.
     func testNoAllocationsOrLocksOnDataAndHelperThreadsAfterWarmUp() throws {
         var generator = SeededGenerator(seed: 5)
-        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: [Float].noise(20000, using: &generator)),
-            .init(input: 1, output: 1, impulse: [Float].noise(20000, using: &generator))])
+        let matrix = ConvolutionMatrix(
+            inputCount: 2, outputCount: 2,
+            entries: [
+                .init(input: 0, output: 0, impulse: [Float].noise(20000, using: &generator)),
+                .init(input: 1, output: 1, impulse: [Float].noise(20000, using: &generator)),
+            ])
         let scheduler = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
-        let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
-                                           scheduler: scheduler)
+        let engine = try ConvolutionEngine(
+            matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
+            scheduler: scheduler)
         defer { engine.stop() }
         let frames = 64
         let buffers = (0..<4).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
@@ -284,7 +305,6 @@ func splitConfiguration(splitThreads: Int, takeBack: Bool) -> WorkgroupScheduler
     return configuration
 }
 
-
 final class WorkgroupSplitTests: XCTestCase {
     /// Split on: every output of the head is computed by the same code in the same summation order,
     /// only by another thread (a split helper, or the data thread taking a part back), so the output
@@ -295,10 +315,13 @@ final class WorkgroupSplitTests: XCTestCase {
         for trial in 0..<6 {
             let inputCount = Int.random(in: 1...4, using: &generator)
             let outputCount = Int.random(in: 2...6, using: &generator)
-            let matrix = randomMatrix(inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 1,
-                                      impulseLengths: 300...30000, using: &generator)
+            let matrix = randomMatrix(
+                inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 1,
+                impulseLengths: 300...30000, using: &generator)
             let impulseLength = matrix.entries.map(\.impulse.count).max()!
-            let configuration = trial % 2 == 0 ? manyLevelConfiguration(impulseLength: impulseLength)
+            let configuration =
+                trial % 2 == 0
+                ? manyLevelConfiguration(impulseLength: impulseLength)
                 : EngineConfiguration(expectedBlockSize: [64, 256][trial / 2 % 2], maxPartitionSize: 4096)
             let callSizes = (0..<16).map { _ in callSizeChoices.randomElement(using: &generator)! }
             let inputs = (0..<inputCount).map { _ in [Float].noise(impulseLength + 12000, using: &generator) }
@@ -313,7 +336,8 @@ final class WorkgroupSplitTests: XCTestCase {
                 engine.stop()
                 let statistics = scheduler.statistics()
                 let split = try XCTUnwrap(statistics.split)
-                let context = "trial \(trial) (\(inputCount)x\(outputCount), \(matrix.entries.count) entries, plan \(engine.plan), "
+                let context =
+                    "trial \(trial) (\(inputCount)x\(outputCount), \(matrix.entries.count) entries, plan \(engine.plan), "
                     + "calls \(callSizes), take-back \(takeBack))"
                 XCTAssertEqual(split.partCount, engine.splitPartCount, context)
                 XCTAssertEqual(split.lateSplits, 0, context)
@@ -336,10 +360,15 @@ final class WorkgroupSplitTests: XCTestCase {
     /// (k − 1)·32 ..< k·32.
     private func lateSplitCase(seed: UInt64) -> (matrix: ConvolutionMatrix, configuration: EngineConfiguration, input: [[Float]]) {
         var generator = SeededGenerator(seed: seed)
-        let matrix = ConvolutionMatrix(inputCount: 2, outputCount: 2, entries: [
-            .init(input: 0, output: 0, impulse: [Float].noise(6000, using: &generator)),
-            .init(input: 1, output: 1, impulse: [Float].noise(6000, using: &generator))])
-        return (matrix, manyLevelConfiguration(impulseLength: 6000), [[Float].noise(20000, using: &generator), [Float].noise(20000, using: &generator)])
+        let matrix = ConvolutionMatrix(
+            inputCount: 2, outputCount: 2,
+            entries: [
+                .init(input: 0, output: 0, impulse: [Float].noise(6000, using: &generator)),
+                .init(input: 1, output: 1, impulse: [Float].noise(6000, using: &generator)),
+            ])
+        return (
+            matrix, manyLevelConfiguration(impulseLength: 6000), [[Float].noise(20000, using: &generator), [Float].noise(20000, using: &generator)]
+        )
     }
 
     /// Parts delayed past the wait limit are counted late exactly; the data thread's wait is bounded
@@ -350,23 +379,28 @@ final class WorkgroupSplitTests: XCTestCase {
         let (matrix, configuration, inputs) = lateSplitCase(seed: 32)
         let delayedPieces = [8, 40]  // second pieces of calls 3 and 19: the next call starts with the part idle again
         let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false))
-        let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: Dictionary(
-            uniqueKeysWithValues: delayedPieces.map { ($0, UInt32(200_000)) }))
+        let scheduler = DelayInjectingScheduler(
+            inner, delays: [:],
+            splitDelays: Dictionary(
+                uniqueKeysWithValues: delayedPieces.map { ($0, UInt32(200_000)) }))
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         XCTAssertEqual(engine.splitPartCount, 2)
         let waitNanos: UInt64 = 30_000_000
         var lateSplits = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
-        let actual = render(engine, inputs, callSizes: [64], beforeCall: { _ in
-            callStart = monotonicNanos()
-            inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
-        }, afterCall: { _ in
-            longestCallNanos = max(longestCallNanos, monotonicNanos() - callStart)
-            let late = inner.statistics().lateSplits
-            if late > lateSplits {
-                lateSplits = late
-                inner.waitUntilIdle()  // the test lets the delayed part finish: one late split per delay
-            }
-        })
+        let actual = render(
+            engine, inputs, callSizes: [64],
+            beforeCall: { _ in
+                callStart = monotonicNanos()
+                inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
+            },
+            afterCall: { _ in
+                longestCallNanos = max(longestCallNanos, monotonicNanos() - callStart)
+                let late = inner.statistics().lateSplits
+                if late > lateSplits {
+                    lateSplits = late
+                    inner.waitUntilIdle()  // the test lets the delayed part finish: one late split per delay
+                }
+            })
         engine.stop()
         let statistics = inner.statistics()
         let split = try XCTUnwrap(statistics.split)
@@ -378,7 +412,7 @@ final class WorkgroupSplitTests: XCTestCase {
         let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: [64])
         XCTAssertTrue(actual.allSatisfy { $0.allSatisfy(\.isFinite) })
         XCTAssertNil(firstBitDifference(actual[0], expected[0]), "output 0 runs on the data thread: never late")
-        let missing = delayedPieces.map { ($0 - 1) * 32 ..< ($0 + 1) * 32 }
+        let missing = delayedPieces.map { ($0 - 1) * 32..<($0 + 1) * 32 }
         let outside = firstBitDifference(actual[1], expected[1], outside: missing)
         XCTAssertNil(outside, "output 1 differs outside the late pieces \(missing) at \(outside ?? -1)")
         for range in missing {
@@ -398,13 +432,16 @@ final class WorkgroupSplitTests: XCTestCase {
         let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: [delayedPiece: 100_000])
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         var pacedCalls = 0
-        let actual = render(engine, inputs, callSizes: [64], beforeCall: { _ in
-            let start = monotonicNanos()
-            inner.beginCycle(startNanos: start, waitLimitNanos: start + 50_000_000, sampleRate: 48000)
-        }, afterCall: { call in
-            // After the late piece, pace 1 ms per call for a while, so the helper comes back mid-render.
-            if call >= 4 && pacedCalls < 150 { pacedCalls += 1; usleep(1000) }
-        })
+        let actual = render(
+            engine, inputs, callSizes: [64],
+            beforeCall: { _ in
+                let start = monotonicNanos()
+                inner.beginCycle(startNanos: start, waitLimitNanos: start + 50_000_000, sampleRate: 48000)
+            },
+            afterCall: { call in
+                // After the late piece, pace 1 ms per call for a while, so the helper comes back mid-render.
+                if call >= 4 && pacedCalls < 150 { pacedCalls += 1; usleep(1000) }
+            })
         engine.stop()
         let statistics = inner.statistics()
         let split = try XCTUnwrap(statistics.split)
@@ -417,7 +454,7 @@ final class WorkgroupSplitTests: XCTestCase {
         let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: [64])
         XCTAssertTrue(actual.allSatisfy { $0.allSatisfy(\.isFinite) })
         XCTAssertNil(firstBitDifference(actual[0], expected[0]))
-        let missing = (delayedPiece - 1) * 32 ..< (delayedPiece + 1) * 32
+        let missing = (delayedPiece - 1) * 32..<(delayedPiece + 1) * 32
         let outside = firstBitDifference(actual[1], expected[1], outside: [missing])
         XCTAssertNil(outside, "output 1 differs outside the late piece \(missing) at \(outside ?? -1)")
         XCTAssertTrue(missing.contains { actual[1][$0] != expected[1][$0] }, "the late piece was not left out")
@@ -427,9 +464,11 @@ final class WorkgroupSplitTests: XCTestCase {
     /// back, waiting, mixing) and split helpers allocate nothing and lock nothing after warm-up.
     func testNoAllocationsOrLocksOnTheSplitPath() throws {
         var generator = SeededGenerator(seed: 34)
-        let matrix = ConvolutionMatrix(inputCount: 4, outputCount: 4, entries: (0..<4).map {
-            .init(input: $0, output: $0, impulse: [Float].noise(20000, using: &generator))
-        })
+        let matrix = ConvolutionMatrix(
+            inputCount: 4, outputCount: 4,
+            entries: (0..<4).map {
+                .init(input: $0, output: $0, impulse: [Float].noise(20000, using: &generator))
+            })
         let frames = 64
         let buffers = (0..<8).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
         defer { buffers.forEach { $0.deallocate() } }
@@ -443,8 +482,9 @@ final class WorkgroupSplitTests: XCTestCase {
         }
         for takeBack in [true, false] {
             let scheduler = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 2, takeBack: takeBack))
-            let engine = try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
-                                               scheduler: scheduler)
+            let engine = try ConvolutionEngine(
+                matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
+                scheduler: scheduler)
             defer { engine.stop() }
             XCTAssertEqual(engine.splitPartCount, 3)
             func cycle() {

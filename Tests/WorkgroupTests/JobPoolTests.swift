@@ -72,8 +72,10 @@ final class RecordingRunner: JobRunner, @unchecked Sendable {
 }
 
 final class JobPoolTests: XCTestCase {
-    func makePool(queues: Int, runner: RecordingRunner, threads: Int = 2,
-                  warnings: ThreadSafeBox<[String]>? = nil, priority: Int32? = 10) throws -> JobPool {
+    func makePool(
+        queues: Int, runner: RecordingRunner, threads: Int = 2,
+        warnings: ThreadSafeBox<[String]>? = nil, priority: Int32? = 10
+    ) throws -> JobPool {
         var configuration = JobPoolConfiguration()
         configuration.threadCount = .fixed(threads)
         configuration.realtimePriority = priority
@@ -130,8 +132,10 @@ final class JobPoolTests: XCTestCase {
             for queue in 0..<queueCount {
                 let now = monotonicNanos()
                 XCTAssertTrue(pool.post(queue: queue, sequence: sequence, start: now, deadline: now + 1_000_000))
-                if !pool.awaitCompletion(queue: queue, sequence: sequence,
-                                         until: now + UInt64.random(in: 0...20_000, using: &generator)) {
+                if !pool.awaitCompletion(
+                    queue: queue, sequence: sequence,
+                    until: now + UInt64.random(in: 0...20_000, using: &generator))
+                {
                     gaveUp[queue] += 1
                 }
             }

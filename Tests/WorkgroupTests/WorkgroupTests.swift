@@ -1,7 +1,8 @@
 import Foundation
 import Glibc
-@testable import Workgroup
 import XCTest
+
+@testable import Workgroup
 
 /// Runs `body` on a fresh thread and waits for it (workgroup membership is per thread).
 func onNewThread(_ body: @escaping @Sendable () throws -> Void) {
@@ -55,8 +56,9 @@ final class WorkgroupSemanticsTests: XCTestCase {
             guard let token = try? workgroup.join() else { return XCTFail("join failed") }
             for (start, deadline) in [(UInt64(1000), UInt64(1000)), (2000, 1000)] {
                 XCTAssertThrowsError(try workgroup.startInterval(start: start, deadline: deadline)) { error in
-                    XCTAssertEqual(error as? WorkgroupError,
-                                   .deadlineNotAfterStart(workgroup: "intervals", start: start, deadline: deadline))
+                    XCTAssertEqual(
+                        error as? WorkgroupError,
+                        .deadlineNotAfterStart(workgroup: "intervals", start: start, deadline: deadline))
                 }
             }
             // Nothing was started, so nothing can be finished, and nothing was recorded.
@@ -158,8 +160,8 @@ final class WorkgroupSemanticsTests: XCTestCase {
             XCTAssertEqual(statistics.intervals, 5)
             XCTAssertEqual(statistics.lateIntervals, 2)
             XCTAssertLessThanOrEqual(statistics.minMarginNanos!, -1_000_000)  // slept ≥ 2 ms past a 1 µs deadline
-            XCTAssertGreaterThan(statistics.p50MarginNanos!, 500_000_000)     // the median is an on-time one
-            XCTAssertLessThan(statistics.p99MarginNanos!, 0)                   // the worst 1% are late
+            XCTAssertGreaterThan(statistics.p50MarginNanos!, 500_000_000)  // the median is an on-time one
+            XCTAssertLessThan(statistics.p99MarginNanos!, 0)  // the worst 1% are late
             XCTAssertGreaterThanOrEqual(statistics.busyNanos, 4_000_000)
             try? workgroup.leave(token)
         }

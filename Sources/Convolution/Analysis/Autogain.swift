@@ -41,8 +41,10 @@ public enum Autogain {
 
     /// `matrix` with each output's IRs scaled by its gain.
     public static func apply(_ gains: [Float], to matrix: ConvolutionMatrix) -> ConvolutionMatrix {
-        ConvolutionMatrix(inputCount: matrix.inputCount, outputCount: matrix.outputCount, entries: matrix.entries.map { entry in
-            ConvolutionMatrix.Entry(input: entry.input, output: entry.output, impulse: entry.impulse.map { $0 * gains[entry.output] })
-        })
+        ConvolutionMatrix(
+            inputCount: matrix.inputCount, outputCount: matrix.outputCount,
+            entries: matrix.entries.map { entry in
+                ConvolutionMatrix.Entry(input: entry.input, output: entry.output, impulse: entry.impulse.map { $0 * gains[entry.output] })
+            })
     }
 }

@@ -93,24 +93,29 @@ public struct DecayAnalysis: Sendable {
         func fit(from upperDB: Double, to lowerDB: Double) -> DecayFit? {
             // Both crossings are searched from the onset: the silence before it is not decay.
             guard let start = energyDecayDB[onsetFrame...].firstIndex(where: { Double($0) <= upperDB }),
-                  let end = energyDecayDB[start...].firstIndex(where: { Double($0) <= lowerDB }),
-                  end - start >= 2 else { return nil }
+                let end = energyDecayDB[start...].firstIndex(where: { Double($0) <= lowerDB }),
+                end - start >= 2
+            else { return nil }
             let (slope, intercept) = leastSquaresLine(energyDecayDB[start..<end], firstFrame: start, sampleRate: sampleRate)
             guard slope < 0, slope.isFinite else { return nil }
-            return DecayFit(upperDB: upperDB, lowerDB: lowerDB, startSeconds: Double(start) / sampleRate,
-                            endSeconds: Double(end) / sampleRate, slopeDBPerSecond: slope, interceptDB: intercept)
+            return DecayFit(
+                upperDB: upperDB, lowerDB: lowerDB, startSeconds: Double(start) / sampleRate,
+                endSeconds: Double(end) / sampleRate, slopeDBPerSecond: slope, interceptDB: intercept)
         }
         // EDT starts at the onset itself: its EDC is 0 dB less the little energy before it.
         let edtUpper = min(0, Double(energyDecayDB.isEmpty ? 0 : energyDecayDB[onsetFrame]))
-        return ChannelDecayAnalysis(peak: peak, peakFrame: peakFrame, onsetFrame: onsetFrame,
-                                    energyDecayDB: energyDecayDB,
-                                    earlyDecay: fit(from: edtUpper, to: edtUpper - 10),
-                                    t20: fit(from: -5, to: -25), t30: fit(from: -5, to: -35))
+        return ChannelDecayAnalysis(
+            peak: peak, peakFrame: peakFrame, onsetFrame: onsetFrame,
+            energyDecayDB: energyDecayDB,
+            earlyDecay: fit(from: edtUpper, to: edtUpper - 10),
+            t20: fit(from: -5, to: -25), t30: fit(from: -5, to: -35))
     }
 
     /// Least-squares (slope, intercept) of levels against time in seconds.
-    private static func leastSquaresLine(_ levels: ArraySlice<Float>, firstFrame: Int,
-                                         sampleRate: Double) -> (Double, Double) {
+    private static func leastSquaresLine(
+        _ levels: ArraySlice<Float>, firstFrame: Int,
+        sampleRate: Double
+    ) -> (Double, Double) {
         let count = Double(levels.count)
         var sumTime = 0.0, sumLevel = 0.0
         for (frame, level) in zip(firstFrame..., levels) {

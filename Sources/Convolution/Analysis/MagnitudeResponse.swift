@@ -36,8 +36,9 @@ public struct MagnitudeResponse: Sendable {
         for frame in 0..<size { samples.pointer[frame] = Float(folded[frame]) }
         let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
         let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-        fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
-                    scratch: scratch.spectrum(0))
+        fft.forward(
+            samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
+            scratch: scratch.spectrum(0))
         let real = spectrum.real(0), imaginary = spectrum.imaginary(0)
         magnitudeDB = (0..<fft.binCount).map { bin in
             let power = Double(real[bin]) * Double(real[bin]) + Double(imaginary[bin]) * Double(imaginary[bin])

@@ -39,8 +39,10 @@ public enum AudioFile {
     }
 
     /// Writes `channels` (all of equal length, at least one) as a WAV file, replacing `path`.
-    public static func write(path: String, sampleRate: Double, channels: [[Float]],
-                             format: Format = .float32Wav) throws(AudioFileError) {
+    public static func write(
+        path: String, sampleRate: Double, channels: [[Float]],
+        format: Format = .float32Wav
+    ) throws(AudioFileError) {
         guard !channels.isEmpty else {
             throw .cannotWrite(path: path, reason: "no channels given")
         }
@@ -78,7 +80,8 @@ public final class SoundFileWriter {
     public init(path: String, sampleRate: Double, channelCount: Int, format: AudioFile.Format = .float32Wav) throws(AudioFileError) {
         guard channelCount > 0 else { throw .cannotWrite(path: path, reason: "no channels given") }
         guard sampleRate.isFinite, sampleRate >= 1, sampleRate <= Double(Int32.max),
-              sampleRate == sampleRate.rounded() else {
+            sampleRate == sampleRate.rounded()
+        else {
             throw .cannotWrite(path: path, reason: "sample rate \(sampleRate) is not a positive whole number of Hz")
         }
         let encoding: Int32
@@ -109,8 +112,10 @@ public final class SoundFileWriter {
         precondition(frames * channelCount <= interleaved.count, "fewer samples than frames")
         let done = Int(sf_writef_float(handle, interleaved.baseAddress, sf_count_t(frames)))
         guard done == frames else {
-            throw .cannotWrite(path: path, reason: "wrote \(written + max(done, 0)) frames of \(written + frames): "
-                               + String(cString: sf_strerror(handle)))
+            throw .cannotWrite(
+                path: path,
+                reason: "wrote \(written + max(done, 0)) frames of \(written + frames): "
+                    + String(cString: sf_strerror(handle)))
         }
         written += frames
     }
@@ -140,7 +145,7 @@ public enum AudioFileError: Error, Equatable, CustomStringConvertible {
     public var path: String {
         switch self {
         case .notFound(let path), .unreadable(let path, _), .empty(let path), .notAudio(let path, _),
-             .truncated(let path, _), .cannotWrite(let path, _):
+            .truncated(let path, _), .cannotWrite(let path, _):
             return path
         }
     }
@@ -207,8 +212,9 @@ public final class SoundFileReader {
         }
         self.descriptor = descriptor
         self.handle = handle
-        self.info = AudioFile.Info(sampleRate: Double(sfInfo.samplerate), channelCount: Int(sfInfo.channels),
-                                   frameCount: Int(sfInfo.frames))
+        self.info = AudioFile.Info(
+            sampleRate: Double(sfInfo.samplerate), channelCount: Int(sfInfo.channels),
+            frameCount: Int(sfInfo.frames))
     }
 
     deinit {
@@ -235,17 +241,20 @@ public final class SoundFileReader {
             let wanted = min(chunkFrames, frameCount - done)
             // SAFETY: the buffer holds chunkFrames * channelCount floats; sndfile writes at most
             // `wanted` <= chunkFrames frames of channelCount samples.
-            let got = Int(interleaved.withUnsafeMutableBufferPointer {
-                sf_readf_float(handle, $0.baseAddress, sf_count_t(wanted))
-            })
+            let got = Int(
+                interleaved.withUnsafeMutableBufferPointer {
+                    sf_readf_float(handle, $0.baseAddress, sf_count_t(wanted))
+                })
             for (index, source) in selected.enumerated() {
                 for frame in 0..<max(got, 0) {
                     channels[index][done + frame] = interleaved[frame * channelCount + source]
                 }
             }
             if got < wanted {
-                throw .truncated(path: path, detail: "the header promises \(info.frameCount) frames but reading stopped after \(start + done + max(got, 0)): "
-                                 + String(cString: sf_strerror(handle)))
+                throw .truncated(
+                    path: path,
+                    detail: "the header promises \(info.frameCount) frames but reading stopped after \(start + done + max(got, 0)): "
+                        + String(cString: sf_strerror(handle)))
             }
             done += got
         }
@@ -276,7 +285,8 @@ public final class SoundFileReader {
             (0..<4).reduce(0) { $0 | Int(bytes[index + $1]) << (8 * $1) }
         }
         guard let header = bytes(at: 0, count: 12),
-              header[0..<4].elementsEqual("RIFF".utf8), header[8..<12].elementsEqual("WAVE".utf8) else { return nil }
+            header[0..<4].elementsEqual("RIFF".utf8), header[8..<12].elementsEqual("WAVE".utf8)
+        else { return nil }
         var offset = 12
         while offset + 8 <= fileSize, let chunk = bytes(at: offset, count: 8) {
             let size = littleEndian32(chunk, at: 4)

@@ -31,8 +31,10 @@ public final class ConvolutionEngine: LevelJobRunner {
     /// Samples processed since the start (or the last reset).
     private var position = 0
 
-    public init(matrix: ConvolutionMatrix, configuration: EngineConfiguration = .init(),
-                scheduler: any LevelJobScheduler = InlineScheduler()) throws {
+    public init(
+        matrix: ConvolutionMatrix, configuration: EngineConfiguration = .init(),
+        scheduler: any LevelJobScheduler = InlineScheduler()
+    ) throws {
         try matrix.validate()
         let problem = PartitionPlanner.Problem(matrix, configuration)
         let plan = configuration.fixedPlan ?? PartitionPlanner.plan(problem)
@@ -52,8 +54,9 @@ public final class ConvolutionEngine: LevelJobRunner {
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
         let schedules = scheduler.usesLevelSchedules ? PartitionPlanner.tailSchedules(plan.levels, problem, .measured) : []
-        let partCount = try scheduler.prepare(runner: self, levels: schedules,
-                                              split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
+        let partCount = try scheduler.prepare(
+            runner: self, levels: schedules,
+            split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
         spreadLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
         for level in tails.prefix(spreadLevelCount) { level.spreadOverCalls(routing: routing) }
@@ -74,8 +77,10 @@ public final class ConvolutionEngine: LevelJobRunner {
     /// Convolves `frameCount` samples of every input into every output.
     /// `inputs[i] == nil` is silence; `outputs[o] == nil` is computed and discarded.
     /// Real-time safe. Any `frameCount`, changing from call to call.
-    public func process(inputs: UnsafePointer<UnsafePointer<Float>?>,
-                        outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int) {
+    public func process(
+        inputs: UnsafePointer<UnsafePointer<Float>?>,
+        outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int
+    ) {
         DenormalFlush.enableOnCurrentThread()
         let callStart = position
         var done = 0
@@ -86,17 +91,19 @@ public final class ConvolutionEngine: LevelJobRunner {
             for channel in 0..<inputCount {
                 history.write(channel: channel, from: inputs[channel].map { $0 + done }, count: length, at: position)
             }
-            head.process(inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
-                         count: length, routing: routing, scheduler: scheduler)
+            head.process(
+                inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
+                count: length, routing: routing, scheduler: scheduler)
             // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
             for index in 0..<spreadLevelCount {
                 tails[index].runSpreadShare(position: position, count: length, history: history, routing: routing)
             }
             for index in tails.indices {
                 let level = tails[index]
-                level.mixResult(into: outputs, outputOffset: done, count: length, at: position,
-                                scheduler: scheduler, schedulerLevel: index,
-                                awaitsJobs: index >= spreadLevelCount, outputCount: outputCount)
+                level.mixResult(
+                    into: outputs, outputOffset: done, count: length, at: position,
+                    scheduler: scheduler, schedulerLevel: index,
+                    awaitsJobs: index >= spreadLevelCount, outputCount: outputCount)
             }
             position += length
             done += length

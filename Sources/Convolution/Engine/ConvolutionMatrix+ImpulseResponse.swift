@@ -8,18 +8,24 @@ extension ConvolutionMatrix {
         let irChannels = impulseResponse.channels
         switch irChannels.count {
         case 1:
-            self.init(inputCount: channelCount, outputCount: channelCount, entries: (0..<channelCount).map {
-                Entry(input: $0, output: $0, impulse: irChannels[0])
-            })
+            self.init(
+                inputCount: channelCount, outputCount: channelCount,
+                entries: (0..<channelCount).map {
+                    Entry(input: $0, output: $0, impulse: irChannels[0])
+                })
         case channelCount:
-            self.init(inputCount: channelCount, outputCount: channelCount, entries: (0..<channelCount).map {
-                Entry(input: $0, output: $0, impulse: irChannels[$0])
-            })
+            self.init(
+                inputCount: channelCount, outputCount: channelCount,
+                entries: (0..<channelCount).map {
+                    Entry(input: $0, output: $0, impulse: irChannels[$0])
+                })
         case 4 where channelCount == 2:
-            self.init(inputCount: 2, outputCount: 2, entries: [
-                Entry(input: 0, output: 0, impulse: irChannels[0]), Entry(input: 0, output: 1, impulse: irChannels[1]),
-                Entry(input: 1, output: 0, impulse: irChannels[2]), Entry(input: 1, output: 1, impulse: irChannels[3]),
-            ])
+            self.init(
+                inputCount: 2, outputCount: 2,
+                entries: [
+                    Entry(input: 0, output: 0, impulse: irChannels[0]), Entry(input: 0, output: 1, impulse: irChannels[1]),
+                    Entry(input: 1, output: 0, impulse: irChannels[2]), Entry(input: 1, output: 1, impulse: irChannels[3]),
+                ])
         default:
             throw ConvolutionMatrixError.channelMismatch(impulseChannels: irChannels.count, audioChannels: channelCount)
         }

@@ -61,8 +61,9 @@ extension ConvolutionMatrix {
         var seen = Set<[Int]>()
         for (index, entry) in entries.enumerated() {
             guard (0..<inputCount).contains(entry.input), (0..<outputCount).contains(entry.output) else {
-                throw ConvolutionMatrixError.entryOutOfRange(entry: index, input: entry.input, output: entry.output,
-                                                             inputCount: inputCount, outputCount: outputCount)
+                throw ConvolutionMatrixError.entryOutOfRange(
+                    entry: index, input: entry.input, output: entry.output,
+                    inputCount: inputCount, outputCount: outputCount)
             }
             guard seen.insert([entry.input, entry.output]).inserted else {
                 throw ConvolutionMatrixError.duplicateEntry(input: entry.input, output: entry.output)

@@ -14,8 +14,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// block that holds this stream time (seconds), so tests can show their judges catch it.
     public var testDroppedTailBlockSeconds: Double?
 
-    public init(expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil,
-                placement: LevelPlacement? = nil, sampleRate: Double = 48000, testDroppedTailBlockSeconds: Double? = nil) {
+    public init(
+        expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil,
+        placement: LevelPlacement? = nil, sampleRate: Double = 48000, testDroppedTailBlockSeconds: Double? = nil
+    ) {
         self.expectedBlockSize = expectedBlockSize
         self.maxPartitionSize = maxPartitionSize
         self.fixedPlan = fixedPlan
@@ -29,9 +31,11 @@ public struct EngineConfiguration: Sendable, Equatable {
     public static func uniform(blockSize: Int, impulseLength: Int) -> EngineConfiguration {
         let segments = max(1, (impulseLength + blockSize - 1) / blockSize)
         let level = PartitionPlan.Level(blockSize: blockSize, segmentCount: segments, offset: 0)
-        return EngineConfiguration(expectedBlockSize: blockSize, maxPartitionSize: blockSize,
-                                   fixedPlan: PartitionPlan(levels: [level], estimatedCoreFraction: .nan,
-                                                            estimatedDataThreadCoreFraction: .nan))
+        return EngineConfiguration(
+            expectedBlockSize: blockSize, maxPartitionSize: blockSize,
+            fixedPlan: PartitionPlan(
+                levels: [level], estimatedCoreFraction: .nan,
+                estimatedDataThreadCoreFraction: .nan))
     }
 }
 
@@ -48,9 +52,10 @@ public enum EngineConfigurationError: Error, CustomStringConvertible, Equatable 
 extension PartitionPlanner.Problem {
     /// What the engine plans for `matrix` under `configuration`.
     public init(_ matrix: ConvolutionMatrix, _ configuration: EngineConfiguration) {
-        self.init(impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
-                  entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
-                  maxPartitionSize: configuration.maxPartitionSize)
+        self.init(
+            impulseLength: matrix.impulseLength, inputCount: matrix.inputCount, outputCount: matrix.outputCount,
+            entryCount: matrix.entries.count, expectedBlockSize: configuration.expectedBlockSize,
+            maxPartitionSize: configuration.maxPartitionSize)
         placement = configuration.placement
         sampleRate = configuration.sampleRate
     }
@@ -68,8 +73,10 @@ extension PartitionPlan {
             guard index > 0 else { continue }
             let previous = levels[index - 1]
             guard level.offset == previous.end, level.blockSize % head.blockSize == 0,
-                  level.offset >= 2 * level.blockSize else {
-                throw EngineConfigurationError.invalidPlan("level \(index) (\(level.blockSize) @ \(level.offset)) does not follow level \(index - 1) or starts before 2 x its block")
+                level.offset >= 2 * level.blockSize
+            else {
+                throw EngineConfigurationError.invalidPlan(
+                    "level \(index) (\(level.blockSize) @ \(level.offset)) does not follow level \(index - 1) or starts before 2 x its block")
             }
         }
     }

@@ -27,8 +27,9 @@ struct FrequencyDelayLine {
                     for n in start..<end { window.pointer[n - start] = impulse[n] * scale }
                 }
                 let index = entry * level.segmentCount + segment
-                fft.forward(window.pointer, real: filters.real(index), imaginary: filters.imaginary(index),
-                            scratch: scratch.spectrum(0))
+                fft.forward(
+                    window.pointer, real: filters.real(index), imaginary: filters.imaginary(index),
+                    scratch: scratch.spectrum(0))
             }
         }
     }
@@ -50,9 +51,11 @@ struct FrequencyDelayLine {
     /// The multiply-add loop of every level (head and tails), in one fixed order, so that whichever
     /// thread runs it, the sum is the same to the bit. Real-time safe.
     @inline(__always)
-    func accumulate(real accumulatorReal: UnsafeMutablePointer<Float>,
-                    imaginary accumulatorImaginary: UnsafeMutablePointer<Float>,
-                    output: Int, segments: Range<Int>, newestSlot: Int, routing: Routing) {
+    func accumulate(
+        real accumulatorReal: UnsafeMutablePointer<Float>,
+        imaginary accumulatorImaginary: UnsafeMutablePointer<Float>,
+        output: Int, segments: Range<Int>, newestSlot: Int, routing: Routing
+    ) {
         for segment in segments {
             // Slots of blocks before the start were never written: they hold zeros.
             let slot = (newestSlot + segment) % segmentCount

@@ -69,27 +69,35 @@ final class HeadLevel {
 
     /// Writes (not adds) the head's output for `count` samples that do not cross a block boundary.
     /// Real-time safe; with a split, waits for the parts at most until the scheduler's limit.
-    func process(inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
-                 outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
-                 count: Int, routing: Routing, scheduler: any LevelJobScheduler) {
+    func process(
+        inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
+        outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
+        count: Int, routing: Routing, scheduler: any LevelJobScheduler
+    ) {
         let start = fill
         for input in 0..<routing.inputCount {
             let block = blockBuffers.pointer + input * 2 * blockSize
-            if let source = inputs[input] { (block + start).update(from: source + inputOffset, count: count) }
-            else { (block + start).update(repeating: 0, count: count) }
+            if let source = inputs[input] {
+                (block + start).update(from: source + inputOffset, count: count)
+            } else {
+                (block + start).update(repeating: 0, count: count)
+            }
             let x = delayLine.blockSpectrum(input: input, slot: current)
-            fft.forward(block, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
-                        scratch: fftScratch.spectrum(0))
+            fft.forward(
+                block, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
+                scratch: fftScratch.spectrum(0))
         }
-        let piece = Piece(outputs: outputs, outputOffset: outputOffset, start: start, count: count,
-                          completesBlock: start + count == blockSize)
+        let piece = Piece(
+            outputs: outputs, outputOffset: outputOffset, start: start, count: count,
+            completesBlock: start + count == blockSize)
         if let split {
             split.process(piece, head: self, routing: routing, scheduler: scheduler)
         } else {
             for output in 0..<routing.outputCount {
                 updateOlderBlocksSum(output, block: blockSerial, newestSlot: current, routing: routing)
-                transformOutput(output, newestSlot: current, olderSum: output, accumulator: accumulator, index: 0,
-                                scratch: fftScratch.spectrum(0), into: timeBuffer.pointer, routing: routing)
+                transformOutput(
+                    output, newestSlot: current, olderSum: output, accumulator: accumulator, index: 0,
+                    scratch: fftScratch.spectrum(0), into: timeBuffer.pointer, routing: routing)
                 mix(output: output, time: timeBuffer.pointer, piece)
             }
         }
@@ -122,8 +130,9 @@ final class HeadLevel {
         let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
         sumReal.update(repeating: 0, count: delayLine.binCount)
         sumImaginary.update(repeating: 0, count: delayLine.binCount)
-        delayLine.accumulate(real: sumReal, imaginary: sumImaginary, output: output,
-                             segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
+        delayLine.accumulate(
+            real: sumReal, imaginary: sumImaginary, output: output,
+            segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
         olderSumBlock[output] = block
     }
 
@@ -133,8 +142,10 @@ final class HeadLevel {
     /// only: the same additions in the same order, so the same bits). Uses `accumulator[index]`
     /// and `scratch`, whoever's they are. Real-time safe.
     @inline(__always)
-    func transformOutput(_ output: Int, newestSlot: Int, olderSum: Int?, accumulator: SplitSpectra, index: Int,
-                         scratch: UnsafeMutablePointer<Float>, into time: UnsafeMutablePointer<Float>, routing: Routing) {
+    func transformOutput(
+        _ output: Int, newestSlot: Int, olderSum: Int?, accumulator: SplitSpectra, index: Int,
+        scratch: UnsafeMutablePointer<Float>, into time: UnsafeMutablePointer<Float>, routing: Routing
+    ) {
         let bins = delayLine.binCount
         let accReal = accumulator.real(index), accImaginary = accumulator.imaginary(index)
         if let olderSum {
@@ -143,11 +154,13 @@ final class HeadLevel {
         } else {
             accReal.update(repeating: 0, count: bins)
             accImaginary.update(repeating: 0, count: bins)
-            delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
-                                 segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
+            delayLine.accumulate(
+                real: accReal, imaginary: accImaginary, output: output,
+                segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
         }
-        delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
-                             segments: 0..<1, newestSlot: newestSlot, routing: routing)
+        delayLine.accumulate(
+            real: accReal, imaginary: accImaginary, output: output,
+            segments: 0..<1, newestSlot: newestSlot, routing: routing)
         fft.inverse(real: accReal, imaginary: accImaginary, output: time, scratch: scratch)
     }
 

@@ -86,9 +86,10 @@ final class HeadSplit {
                 case .notPosted:
                     // The part's helper still runs a late piece and owns the part's scratch: the data
                     // thread computes these outputs in its own (same sums, same order: same bits).
-                    head.transformOutput(output, newestSlot: head.current, olderSum: nil, accumulator: head.accumulator,
-                                         index: 0, scratch: head.fftScratch.spectrum(0), into: head.timeBuffer.pointer,
-                                         routing: routing)
+                    head.transformOutput(
+                        output, newestSlot: head.current, olderSum: nil, accumulator: head.accumulator,
+                        index: 0, scratch: head.fftScratch.spectrum(0), into: head.timeBuffer.pointer,
+                        routing: routing)
                     head.mix(output: output, time: head.timeBuffer.pointer, piece)
                 }
             }
@@ -104,9 +105,10 @@ final class HeadSplit {
         let newestSlot = head.delayLine.slot(ofBlock: block)
         for output in partStart[part]..<partStart[part + 1] {
             head.updateOlderBlocksSum(output, block: block, newestSlot: newestSlot, routing: routing)
-            head.transformOutput(output, newestSlot: newestSlot, olderSum: output, accumulator: partAccumulators, index: part,
-                                 scratch: partFFTScratch.spectrum(part),
-                                 into: outputTimes.pointer + output * 2 * blockSize, routing: routing)
+            head.transformOutput(
+                output, newestSlot: newestSlot, olderSum: output, accumulator: partAccumulators, index: part,
+                scratch: partFFTScratch.spectrum(part),
+                into: outputTimes.pointer + output * 2 * blockSize, routing: routing)
         }
     }
 

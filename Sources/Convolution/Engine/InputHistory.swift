@@ -21,8 +21,7 @@ final class InputHistory {
         while done < count {
             let start = (position + done) & mask
             let run = min(count - done, capacity - start)
-            if let source { (ring + start).update(from: source + done, count: run) }
-            else { (ring + start).update(repeating: 0, count: run) }
+            if let source { (ring + start).update(from: source + done, count: run) } else { (ring + start).update(repeating: 0, count: run) }
             done += run
         }
     }

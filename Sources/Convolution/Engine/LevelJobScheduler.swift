@@ -63,8 +63,9 @@ public struct LevelSchedule: Sendable, Equatable {
 
     /// Tail level `level` of a plan for `problem`, its job costed with `costs`.
     public init(_ level: PartitionPlan.Level, problem: PartitionPlanner.Problem, costs: MachineCosts) {
-        self.init(blockSize: level.blockSize, dueAfterSamples: level.offset - level.blockSize,
-                  estimatedJobNanoseconds: PartitionPlanner.jobNanoseconds(level, problem, costs))
+        self.init(
+            blockSize: level.blockSize, dueAfterSamples: level.offset - level.blockSize,
+            estimatedJobNanoseconds: PartitionPlanner.jobNanoseconds(level, problem, costs))
     }
 }
 

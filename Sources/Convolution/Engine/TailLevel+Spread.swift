@@ -49,8 +49,9 @@ extension TailLevel {
                 transformInput(spread.finishingUnits, block: finishing, history: history)
             } else {
                 let output = spread.finishingUnits - inputCount, sum = (finishing % 2) * outputCount + output
-                finishOutput(output, block: finishing, accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum),
-                             routing: routing)
+                finishOutput(
+                    output, block: finishing, accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum),
+                    routing: routing)
                 sums.real(sum).update(repeating: 0, count: sums.paddedBinCount)  // ready for job `finishing + 2`
                 sums.imaginary(sum).update(repeating: 0, count: sums.paddedBinCount)
             }
@@ -68,8 +69,9 @@ extension TailLevel {
             let output = spread.summedUnits / olderSegments, segment = olderSegments - spread.summedUnits % olderSegments
             if segment == 1 { while finishing >= 0 && spread.finishingUnits < inputCount { finishUnit() } }  // block j's spectra
             let sum = (receiving % 2) * outputCount + output
-            delayLine.accumulate(real: sums.real(sum), imaginary: sums.imaginary(sum), output: output,
-                                 segments: segment..<segment + 1, newestSlot: receivingSlot, routing: routing)
+            delayLine.accumulate(
+                real: sums.real(sum), imaginary: sums.imaginary(sum), output: output,
+                segments: segment..<segment + 1, newestSlot: receivingSlot, routing: routing)
             spread.summedUnits += 1
         }
     }

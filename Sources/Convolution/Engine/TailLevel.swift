@@ -50,8 +50,9 @@ final class TailLevel {
             // Oldest segment first, the newest block's last: the order `runSpreadShare` can keep.
             var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
             while segment >= 1 {
-                delayLine.accumulate(real: accReal, imaginary: accImaginary, output: output,
-                                     segments: segment..<segment + 1, newestSlot: slot, routing: routing)
+                delayLine.accumulate(
+                    real: accReal, imaginary: accImaginary, output: output,
+                    segments: segment..<segment + 1, newestSlot: slot, routing: routing)
                 segment -= 1
             }
             finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary, routing: routing)
@@ -63,19 +64,24 @@ final class TailLevel {
     func transformInput(_ input: Int, block: Int, history: InputHistory) {
         history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
         let x = delayLine.blockSpectrum(input: input, slot: delayLine.slot(ofBlock: block))
-        fft.forward(window.pointer, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
-                    scratch: fftScratch.spectrum(0))
+        fft.forward(
+            window.pointer, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
+            scratch: fftScratch.spectrum(0))
     }
 
     /// Adds segment 0 (the newest block) to `output`'s accumulator, inverse-transforms it and keeps
     /// the second half as the result of job `block`. The accumulator is left undefined.
     @inline(__always)
-    func finishOutput(_ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
-                              accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing) {
-        delayLine.accumulate(real: accumulatorReal, imaginary: accumulatorImaginary, output: output,
-                             segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
-        fft.inverse(real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
-                    scratch: fftScratch.spectrum(0))
+    func finishOutput(
+        _ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
+        accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing
+    ) {
+        delayLine.accumulate(
+            real: accumulatorReal, imaginary: accumulatorImaginary, output: output,
+            segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
+        fft.inverse(
+            real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
+            scratch: fftScratch.spectrum(0))
         let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
         (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
     }
@@ -84,9 +90,11 @@ final class TailLevel {
     /// head block), awaiting the job that computed it when a new output block starts (unless a
     /// spread level's, done by then).
     /// Real-time safe; the wait is the scheduler's, bounded.
-    func mixResult(into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
-                   at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
-                   outputCount: Int) {
+    func mixResult(
+        into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
+        at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
+        outputCount: Int
+    ) {
         let delayed = position - offset
         guard delayed >= 0 else { return }  // before the first output this level contributes to
         let block = delayed / blockSize

@@ -56,8 +56,10 @@ public final class RealFFT: @unchecked Sendable {
     /// Real-time safe. `input`: `size` samples (preserved). `real`/`imaginary`: `binCount` bins.
     /// `scratch`: one spectrum of an `InterleavedSpectra` of this `binCount`, the caller's own.
     @inline(__always)
-    public func forward(_ input: UnsafeMutablePointer<Float>, real: UnsafeMutablePointer<Float>,
-                        imaginary: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
+    public func forward(
+        _ input: UnsafeMutablePointer<Float>, real: UnsafeMutablePointer<Float>,
+        imaginary: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
+    ) {
         fftwf_execute_dft(halfPlan, complex(input), complex(scratch))  // Z; out of place: input kept
         // X[k] = E[k] + W^k·O[k], the spectra of the even and odd samples:
         // E = (Z[k] + conj Z[h-k]) / 2, O = -i·(Z[k] - conj Z[h-k]) / 2.
@@ -81,8 +83,10 @@ public final class RealFFT: @unchecked Sendable {
     /// As FFTW's c2r, it reads the spectrum as a real signal's: the imaginary parts of bins 0 and
     /// `size / 2` count as zero.
     @inline(__always)
-    public func inverse(real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
-                        output: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>) {
+    public func inverse(
+        real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
+        output: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
+    ) {
         // The pairs y[2m] + i·y[2m+1] are the inverse DFT of C = Fe + i·Fo, where
         // Fe = Y[k] + conj Y[h-k] and Fo = (Y[k] - conj Y[h-k])·conj W^k. The scratch gets conj C.
         let half = size / 2
@@ -113,7 +117,8 @@ public final class RealFFT: @unchecked Sendable {
         var wisdomLoaded = false
 
         /// FFTW_MEASURE by default; `SWIFT_CONVOLVER_FFTW_PLANNING=estimate` plans instantly (slower FFTs).
-        let planningFlags: UInt32 = SystemFiles.environment("SWIFT_CONVOLVER_FFTW_PLANNING") == "estimate"
+        let planningFlags: UInt32 =
+            SystemFiles.environment("SWIFT_CONVOLVER_FFTW_PLANNING") == "estimate"
             ? UInt32(FFTW_ESTIMATE) : UInt32(FFTW_MEASURE)
 
         static var wisdomPath: String { UserCache.path("fftwf-wisdom") }
@@ -126,8 +131,10 @@ public final class RealFFT: @unchecked Sendable {
             // Arrays with the engine's alignment; FFTW_MEASURE overwrites them while measuring.
             let samples = AlignedFloats(count: size)
             let spectrum = InterleavedSpectra(count: 1, binCount: size / 2 + 1)
-            guard let halfPlan = fftwf_plan_dft_1d(Int32(size / 2), complex(samples.pointer), complex(spectrum.spectrum(0)),
-                                                   FFTW_FORWARD, planningFlags)
+            guard
+                let halfPlan = fftwf_plan_dft_1d(
+                    Int32(size / 2), complex(samples.pointer), complex(spectrum.spectrum(0)),
+                    FFTW_FORWARD, planningFlags)
             else { fatalError("FFTW could not plan a complex FFT of size \(size / 2)") }
             saveWisdom()
             return RealFFT(size: size, halfPlan: halfPlan)

@@ -17,8 +17,9 @@ public struct SourceDirection: Equatable, Sendable {
 
     /// This direction turned by `other`'s angles (a speaker's direction as the head sees it).
     public func rotated(by other: SourceDirection) -> SourceDirection {
-        SourceDirection(azimuth: azimuth + other.azimuth, elevation: min(90, max(-90, elevation + other.elevation)),
-                        radius: other.radius ?? radius)
+        SourceDirection(
+            azimuth: azimuth + other.azimuth, elevation: min(90, max(-90, elevation + other.elevation)),
+            radius: other.radius ?? radius)
     }
 }
 
@@ -61,10 +62,13 @@ public final class HRTFSet {
         }
         let m = Int(hrtf.pointee.M), n = Int(hrtf.pointee.N), r = Int(hrtf.pointee.R), c = Int(hrtf.pointee.C)
         guard r == 2, m > 0, n > 0, c == 3, hrtf.pointee.DataSamplingRate.elements == 1,
-              Int(hrtf.pointee.DataIR.elements) == m * r * n, Int(hrtf.pointee.SourcePosition.elements) == m * c else {
+            Int(hrtf.pointee.DataIR.elements) == m * r * n, Int(hrtf.pointee.SourcePosition.elements) == m * c
+        else {
             mysofa_free(hrtf)
-            throw .notSOFA(path: path, reason: "expected 2 receivers (ears) and one sample rate, found \(r) receivers, "
-                           + "\(hrtf.pointee.DataSamplingRate.elements) rates")
+            throw .notSOFA(
+                path: path,
+                reason: "expected 2 receivers (ears) and one sample rate, found \(r) receivers, "
+                    + "\(hrtf.pointee.DataSamplingRate.elements) rates")
         }
         let rate = Double(hrtf.pointee.DataSamplingRate.values[0])
         guard ImpulseResponse.sourceRateRange.contains(rate) else {

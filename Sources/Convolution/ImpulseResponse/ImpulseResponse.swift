@@ -44,8 +44,10 @@ public struct ImpulseResponse: Sendable, Equatable {
     /// File sample rates the loader accepts.
     public static let sourceRateRange: ClosedRange<Double> = 1_000...1_000_000
 
-    public static func load(_ spec: String, sampleRate targetRate: Double,
-                            options: ImpulseResponseOptions = .init()) throws(ImpulseResponseError) -> ImpulseResponse {
+    public static func load(
+        _ spec: String, sampleRate targetRate: Double,
+        options: ImpulseResponseOptions = .init()
+    ) throws(ImpulseResponseError) -> ImpulseResponse {
         guard targetRate.isFinite, targetRate >= 1 else {
             throw .invalidOption(name: "sampleRate", value: "\(targetRate)", reason: "must be a positive number of Hz")
         }
@@ -62,8 +64,9 @@ public struct ImpulseResponse: Sendable, Equatable {
                 throw .unknownBuiltin(name: name, known: builtinNames)
             }
             let all = builtin.make(sampleRate: targetRate, length: options.length.frames(atSampleRate: targetRate))
-            let selection = try select(spec, channelCount: all.count, frameCount: all[0].count,
-                                       sourceRate: targetRate, targetRate: targetRate, options: options)
+            let selection = try select(
+                spec, channelCount: all.count, frameCount: all[0].count,
+                sourceRate: targetRate, targetRate: targetRate, options: options)
             let picked = selection.channel.map { [all[$0]] } ?? all
             source = (targetRate, picked.map { Array($0[selection.frames]) }, selection.frames.lowerBound)
         } else {
@@ -73,11 +76,14 @@ public struct ImpulseResponse: Sendable, Equatable {
             // A header's rate field can say anything; libsoxr crashes (not errs) on ratios like
             // 2147483647 Hz → 48 kHz (found by the IR loader fuzz), so refuse absurd rates here.
             guard sourceRateRange.contains(info.sampleRate) else {
-                throw .notAudio(path: spec, reason: "its sample rate \(Int(info.sampleRate)) Hz is outside "
-                                + "\(Int(sourceRateRange.lowerBound))...\(Int(sourceRateRange.upperBound)) Hz")
+                throw .notAudio(
+                    path: spec,
+                    reason: "its sample rate \(Int(info.sampleRate)) Hz is outside "
+                        + "\(Int(sourceRateRange.lowerBound))...\(Int(sourceRateRange.upperBound)) Hz")
             }
-            let selection = try select(spec, channelCount: info.channelCount, frameCount: info.frameCount,
-                                       sourceRate: info.sampleRate, targetRate: targetRate, options: options)
+            let selection = try select(
+                spec, channelCount: info.channelCount, frameCount: info.frameCount,
+                sourceRate: info.sampleRate, targetRate: targetRate, options: options)
             do {
                 let channels = try file.readChannels(frames: selection.frames, channel: selection.channel)
                 source = (info.sampleRate, channels, selection.frames.lowerBound)
@@ -86,30 +92,35 @@ public struct ImpulseResponse: Sendable, Equatable {
 
         try checkFinite(spec, source.channels, firstChannel: options.channel ?? 0, firstFrame: source.firstFrame)
         let channels = source.channels
-        source.channels = []   // the only reference left: trimming then works in place
+        source.channels = []  // the only reference left: trimming then works in place
         return try finish(spec, channels, sourceRate: source.sampleRate, targetRate: targetRate, options: options)
     }
 
     /// The left and right ear's filters (channels 0 and 1) of an HRTF set for a source at
     /// `direction`, through the same steps as a file's channels (resampling, trimming, delay, gain).
-    public static func load(_ set: HRTFSet, direction: SourceDirection, sampleRate targetRate: Double,
-                            options: ImpulseResponseOptions = .init()) throws(ImpulseResponseError) -> ImpulseResponse {
+    public static func load(
+        _ set: HRTFSet, direction: SourceDirection, sampleRate targetRate: Double,
+        options: ImpulseResponseOptions = .init()
+    ) throws(ImpulseResponseError) -> ImpulseResponse {
         guard targetRate.isFinite, targetRate >= 1 else {
             throw .invalidOption(name: "sampleRate", value: "\(targetRate)", reason: "must be a positive number of Hz")
         }
         let (left, right) = set.filters(for: direction)
         let length = max(left.count, right.count)
         let ears = [left + [Float](repeating: 0, count: length - left.count), right + [Float](repeating: 0, count: length - right.count)]
-        let selection = try select(set.path, channelCount: 2, frameCount: length, sourceRate: set.sampleRate,
-                                   targetRate: targetRate, options: options)
+        let selection = try select(
+            set.path, channelCount: 2, frameCount: length, sourceRate: set.sampleRate,
+            targetRate: targetRate, options: options)
         let channels = (selection.channel.map { [ears[$0]] } ?? ears).map { Array($0[selection.frames]) }
         try checkFinite(set.path, channels, firstChannel: selection.channel ?? 0, firstFrame: selection.frames.lowerBound)
         return try finish(set.path, channels, sourceRate: set.sampleRate, targetRate: targetRate, options: options)
     }
 
     /// Steps 4 to 8 of `load`, on the selected channels at their source rate.
-    private static func finish(_ spec: String, _ selected: [[Float]], sourceRate: Double, targetRate: Double,
-                               options: ImpulseResponseOptions) throws(ImpulseResponseError) -> ImpulseResponse {
+    private static func finish(
+        _ spec: String, _ selected: [[Float]], sourceRate: Double, targetRate: Double,
+        options: ImpulseResponseOptions
+    ) throws(ImpulseResponseError) -> ImpulseResponse {
         var channels = selected
         var addedDelayFrames = 0
         var preRingingPeakDB: Float?
@@ -118,8 +129,10 @@ public struct ImpulseResponse: Sendable, Equatable {
                 let resampled = try Resampler.resample(
                     channels, from: sourceRate, to: targetRate, recipe: options.soxrRecipe.recipe,
                     preRinging: options.preRinging, leadingThresholdDB: options.trimThresholdDB ?? -120)
-                (channels, addedDelayFrames, preRingingPeakDB) = (resampled.channels, resampled.addedDelayFrames,
-                                                                  resampled.preRingingPeakDB)
+                (channels, addedDelayFrames, preRingingPeakDB) = (
+                    resampled.channels, resampled.addedDelayFrames,
+                    resampled.preRingingPeakDB
+                )
             } catch { throw .resamplingFailed(source: spec, reason: error.reason) }
         }
 
@@ -130,8 +143,9 @@ public struct ImpulseResponse: Sendable, Equatable {
         let delayFrames = options.delay.frames(atSampleRate: targetRate)
         if delayFrames > 0 {
             // Refuse before allocating a delay that alone exceeds the limit many times over.
-            try checkLength(spec, frameCount: channels[0].count + delayFrames, channelCount: channels.count,
-                            targetRate: targetRate, limitSeconds: options.maxSeconds)
+            try checkLength(
+                spec, frameCount: channels[0].count + delayFrames, channelCount: channels.count,
+                targetRate: targetRate, limitSeconds: options.maxSeconds)
             let silence = [Float](repeating: 0, count: delayFrames)
             channels = channels.map { silence + $0 }
         }
@@ -146,10 +160,12 @@ public struct ImpulseResponse: Sendable, Equatable {
             channels = channels.map { $0.map { $0 * scale } }
         }
 
-        try checkLength(spec, frameCount: channels[0].count, channelCount: channels.count,
-                        targetRate: targetRate, limitSeconds: options.maxSeconds)
-        return ImpulseResponse(sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames,
-                               preRingingPeakDB: preRingingPeakDB)
+        try checkLength(
+            spec, frameCount: channels[0].count, channelCount: channels.count,
+            targetRate: targetRate, limitSeconds: options.maxSeconds)
+        return ImpulseResponse(
+            sampleRate: targetRate, channels: channels, addedDelayFrames: addedDelayFrames,
+            preRingingPeakDB: preRingingPeakDB)
     }
 
     /// Of one IR's files at several rates (filter-chain's `filename` array), the one whose rate
@@ -171,9 +187,12 @@ public struct ImpulseResponse: Sendable, Equatable {
     }
 
     /// Validates `channel`, `offset` and `length` against the source; returns what to read.
-    private static func select(_ spec: String, channelCount: Int, frameCount: Int, sourceRate: Double,
-                               targetRate: Double, options: ImpulseResponseOptions)
-        throws(ImpulseResponseError) -> (channel: Int?, frames: Range<Int>) {
+    private static func select(
+        _ spec: String, channelCount: Int, frameCount: Int, sourceRate: Double,
+        targetRate: Double, options: ImpulseResponseOptions
+    )
+        throws(ImpulseResponseError) -> (channel: Int?, frames: Range<Int>)
+    {
         guard frameCount > 0, channelCount > 0 else {
             throw .empty(source: spec, detail: "it has no audio frames")
         }
@@ -196,14 +215,17 @@ public struct ImpulseResponse: Sendable, Equatable {
         let selectedChannels = options.channel == nil ? channelCount : 1
         if selectedSeconds > 4 * options.maxSeconds {
             let frames = Int((selectedSeconds * targetRate).rounded(.up))
-            try checkLength(spec, frameCount: frames, channelCount: selectedChannels,
-                            targetRate: targetRate, limitSeconds: options.maxSeconds)
+            try checkLength(
+                spec, frameCount: frames, channelCount: selectedChannels,
+                targetRate: targetRate, limitSeconds: options.maxSeconds)
         }
         return (options.channel, offsetFrames..<endFrame)
     }
 
-    private static func checkFinite(_ spec: String, _ channels: [[Float]], firstChannel: Int,
-                                    firstFrame: Int) throws(ImpulseResponseError) {
+    private static func checkFinite(
+        _ spec: String, _ channels: [[Float]], firstChannel: Int,
+        firstFrame: Int
+    ) throws(ImpulseResponseError) {
         for (index, samples) in channels.enumerated() {
             guard let frame = samples.firstIndex(where: { !$0.isFinite }) else { continue }
             let value = samples[frame].isNaN ? "NaN" : (samples[frame] > 0 ? "+Inf" : "-Inf")
@@ -223,8 +245,10 @@ public struct ImpulseResponse: Sendable, Equatable {
         }
     }
 
-    private static func checkLength(_ spec: String, frameCount: Int, channelCount: Int, targetRate: Double,
-                                    limitSeconds: Double) throws(ImpulseResponseError) {
+    private static func checkLength(
+        _ spec: String, frameCount: Int, channelCount: Int, targetRate: Double,
+        limitSeconds: Double
+    ) throws(ImpulseResponseError) {
         let seconds = Double(frameCount) / targetRate
         guard seconds <= limitSeconds else {
             let (bytes, overflow) = frameCount.multipliedReportingOverflow(by: channelCount * MemoryLayout<Float>.size)

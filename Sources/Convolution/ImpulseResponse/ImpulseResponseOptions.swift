@@ -108,9 +108,11 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
     /// For a SOFA file: where the source is; its two ears' filters are the IR's two channels.
     public var sourceDirection: SourceDirection = .init()
 
-    public init(channel: Int? = nil, offset: TimeAmount = .zero, length: TimeAmount = .zero,
-                delay: TimeAmount = .zero, gain: Float = 1, normalize: Bool = false,
-                resampleQuality: Int = 4, preRinging: PreRinging = .cut, trimThresholdDB: Float? = -120, maxSeconds: Double = 60) {
+    public init(
+        channel: Int? = nil, offset: TimeAmount = .zero, length: TimeAmount = .zero,
+        delay: TimeAmount = .zero, gain: Float = 1, normalize: Bool = false,
+        resampleQuality: Int = 4, preRinging: PreRinging = .cut, trimThresholdDB: Float? = -120, maxSeconds: Double = 60
+    ) {
         self.channel = channel
         self.offset = offset
         self.length = length
@@ -145,11 +147,11 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
     /// The libsoxr recipe for `resampleQuality` (see there).
     var soxrRecipe: (recipe: UInt, name: String) {
         switch resampleQuality {
-        case ...0: return (0, "QQ")        // SOXR_QQ
-        case 1...2: return (1, "LQ")       // SOXR_LQ
-        case 3: return (2, "MQ")           // SOXR_MQ
-        case 4...9: return (4, "HQ")       // SOXR_HQ = SOXR_20_BITQ
-        default: return (6, "VHQ")         // SOXR_VHQ = SOXR_28_BITQ
+        case ...0: return (0, "QQ")  // SOXR_QQ
+        case 1...2: return (1, "LQ")  // SOXR_LQ
+        case 3: return (2, "MQ")  // SOXR_MQ
+        case 4...9: return (4, "HQ")  // SOXR_HQ = SOXR_20_BITQ
+        default: return (6, "VHQ")  // SOXR_VHQ = SOXR_28_BITQ
         }
     }
 
@@ -168,8 +170,9 @@ public struct ImpulseResponseOptions: Sendable, Equatable {
             throw .invalidOption(name: "resample.quality", value: "\(resampleQuality)", reason: "must be 0...14")
         }
         if let trimThresholdDB, !(trimThresholdDB.isFinite && trimThresholdDB <= 0) {
-            throw .invalidOption(name: "trimThresholdDB", value: "\(trimThresholdDB)",
-                                 reason: "must be a finite level at or below the peak (<= 0 dB)")
+            throw .invalidOption(
+                name: "trimThresholdDB", value: "\(trimThresholdDB)",
+                reason: "must be a finite level at or below the peak (<= 0 dB)")
         }
         guard maxSeconds.isFinite, maxSeconds > 0 else {
             throw .invalidOption(name: "maxSeconds", value: "\(maxSeconds)", reason: "must be a positive number of seconds")

@@ -25,8 +25,10 @@ enum Resampler {
     ///   time 0 at the new rate. `.cut` drops that ringing (zero added latency, as scipy's
     ///   `resample_poly`); `.keep` keeps what is louder than `leadingThresholdDB` below the peak and
     ///   so delays the IR by `addedDelayFrames` (about 57 frames for 44.1 -> 48 kHz at HQ).
-    static func resample(_ channels: [[Float]], from sourceRate: Double, to targetRate: Double, recipe: UInt,
-                         preRinging: PreRinging, leadingThresholdDB: Float) throws(Failure) -> Resampled {
+    static func resample(
+        _ channels: [[Float]], from sourceRate: Double, to targetRate: Double, recipe: UInt,
+        preRinging: PreRinging, leadingThresholdDB: Float
+    ) throws(Failure) -> Resampled {
         // Longer than the filter's ringing before an impulse (measured at most ~250 output frames
         // at VHQ for 22.05 -> 48 kHz), in source frames, and a whole number of frames at both
         // rates so that time 0 lands exactly on an output frame.
@@ -46,8 +48,9 @@ enum Resampler {
             let firstAudible = resampled.map { $0.firstIndex { abs($0) >= threshold && $0 != 0 } ?? zeroFrame }.min() ?? zeroFrame
             start = min(firstAudible, zeroFrame)
         }
-        return Resampled(channels: resampled.map { Array($0[min(start, $0.count)...]) },
-                         addedDelayFrames: zeroFrame - start, preRingingPeakDB: ringingPeakDB)
+        return Resampled(
+            channels: resampled.map { Array($0[min(start, $0.count)...]) },
+            addedDelayFrames: zeroFrame - start, preRingingPeakDB: ringingPeakDB)
     }
 
     private static func largestMagnitude(_ samples: some Collection<Float>) -> Float {
@@ -59,21 +62,24 @@ enum Resampler {
     /// position (a sub-frame shift).
     private static func alignedPadding(atLeast: Int, sourceRate: Double, targetRate: Double) -> (source: Int, target: Int) {
         guard sourceRate == sourceRate.rounded(), targetRate == targetRate.rounded(),
-              sourceRate <= Double(Int.max), targetRate <= Double(Int.max) else {
+            sourceRate <= Double(Int.max), targetRate <= Double(Int.max)
+        else {
             return (atLeast, Int((Double(atLeast) * targetRate / sourceRate).rounded()))
         }
         let source = Int(sourceRate), target = Int(targetRate)
         var (a, b) = (source, target)
         while b != 0 { (a, b) = (b, a % b) }
-        let sourceStep = source / a, targetStep = target / a   // 147 and 160 for 44.1 -> 48 kHz
+        let sourceStep = source / a, targetStep = target / a  // 147 and 160 for 44.1 -> 48 kHz
         let steps = (atLeast + sourceStep - 1) / sourceStep
         return (steps * sourceStep, steps * targetStep)
     }
 
     /// One channel with `soxr_oneshot`. libsoxr compensates its filter's delay: source frame k
     /// lands at k·targetRate/sourceRate. Output length: ceil(frames · targetRate / sourceRate).
-    private static func resampleChannel(_ samples: [Float], from sourceRate: Double, to targetRate: Double,
-                                        recipe: UInt) throws(Failure) -> [Float] {
+    private static func resampleChannel(
+        _ samples: [Float], from sourceRate: Double, to targetRate: Double,
+        recipe: UInt
+    ) throws(Failure) -> [Float] {
         let outputCount = Int((Double(samples.count) * targetRate / sourceRate).rounded(.up))
         var output = [Float](repeating: 0, count: outputCount)
         guard !samples.isEmpty, outputCount > 0 else { return output }
@@ -86,10 +92,11 @@ enum Resampler {
         // samples.count floats and writes at most outputCount floats, the sizes we pass.
         let error = samples.withUnsafeBufferPointer { input in
             output.withUnsafeMutableBufferPointer { out in
-                soxr_oneshot(sourceRate, targetRate, 1,
-                             input.baseAddress, input.count, nil,
-                             out.baseAddress, out.count, &producedCount,
-                             &ioSpec, &qualitySpec, nil)
+                soxr_oneshot(
+                    sourceRate, targetRate, 1,
+                    input.baseAddress, input.count, nil,
+                    out.baseAddress, out.count, &producedCount,
+                    &ioSpec, &qualitySpec, nil)
             }
         }
         if let error { throw Failure(reason: String(cString: error)) }

@@ -22,8 +22,9 @@ public enum SpectrumKernels {
         if usesAVX {
             cspectrum_multiply_add_avx(accumulatorReal, accumulatorImaginary, xReal, xImaginary, hReal, hImaginary, binCount)
         } else {
-            multiplyAddPortable(accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
-                                xReal: xReal, xImaginary: xImaginary, hReal: hReal, hImaginary: hImaginary, binCount: binCount)
+            multiplyAddPortable(
+                accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
+                xReal: xReal, xImaginary: xImaginary, hReal: hReal, hImaginary: hImaginary, binCount: binCount)
         }
     }
 

@@ -15,7 +15,8 @@ public final class AlignedFloats {
         // SAFETY: posix_memalign either fails (checked) or returns `max(count,1)` Floats of storage,
         // which we bind to Float once and own until deinit.
         guard posix_memalign(&raw, Self.alignment, max(count, 1) * MemoryLayout<Float>.stride) == 0,
-              let raw else { fatalError("out of memory allocating \(count) samples") }
+            let raw
+        else { fatalError("out of memory allocating \(count) samples") }
         pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         pointer.initialize(repeating: 0, count: max(count, 1))
     }

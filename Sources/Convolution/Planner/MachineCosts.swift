@@ -22,8 +22,10 @@ public struct MachineCosts: Sendable {
     }
 
     public func multiplyAdd(bins: Int, workingSetBytes: Int) -> Double {
-        Double(bins) * (workingSetBytes > Self.cacheBytes ? multiplyAddNanosecondsPerBinStreaming
-                                                          : multiplyAddNanosecondsPerBinCached)
+        Double(bins)
+            * (workingSetBytes > Self.cacheBytes
+                ? multiplyAddNanosecondsPerBinStreaming
+                : multiplyAddNanosecondsPerBinCached)
     }
 
     /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
@@ -47,9 +49,10 @@ public struct MachineCosts: Sendable {
         }
         let sizes = Set(measurements.flatMap(\.fftPairNanoseconds.keys))
         return MachineCosts(
-            fftPairNanoseconds: Dictionary(uniqueKeysWithValues: sizes.map { size in
-                (size, median(measurements.compactMap { $0.fftPairNanoseconds[size] }))
-            }),
+            fftPairNanoseconds: Dictionary(
+                uniqueKeysWithValues: sizes.map { size in
+                    (size, median(measurements.compactMap { $0.fftPairNanoseconds[size] }))
+                }),
             multiplyAddNanosecondsPerBinCached: median(measurements.map(\.multiplyAddNanosecondsPerBinCached)),
             multiplyAddNanosecondsPerBinStreaming: median(measurements.map(\.multiplyAddNanosecondsPerBinStreaming)))
     }
@@ -63,19 +66,23 @@ public struct MachineCosts: Sendable {
             let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
             for n in 0..<size { samples.pointer[n] = Float(n % 7) - 3 }
             let repetitions = max(4, (1 << 20) / size)
-            fftTimes[size] = fastestOf(3) {
-                for _ in 0..<repetitions {
-                    fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
-                                scratch: scratch.spectrum(0))
-                    fft.inverse(real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: samples.pointer,
-                                scratch: scratch.spectrum(0))
-                    samples.pointer[0] = 0.5  // keep values bounded: inverse scales by size
-                }
-            } / Double(repetitions)
+            fftTimes[size] =
+                fastestOf(3) {
+                    for _ in 0..<repetitions {
+                        fft.forward(
+                            samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
+                            scratch: scratch.spectrum(0))
+                        fft.inverse(
+                            real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: samples.pointer,
+                            scratch: scratch.spectrum(0))
+                        samples.pointer[0] = 0.5  // keep values bounded: inverse scales by size
+                    }
+                } / Double(repetitions)
         }
-        return MachineCosts(fftPairNanoseconds: fftTimes,
-                            multiplyAddNanosecondsPerBinCached: multiplyAddCost(totalBins: 4096),
-                            multiplyAddNanosecondsPerBinStreaming: multiplyAddCost(totalBins: 1 << 21))
+        return MachineCosts(
+            fftPairNanoseconds: fftTimes,
+            multiplyAddNanosecondsPerBinCached: multiplyAddCost(totalBins: 4096),
+            multiplyAddNanosecondsPerBinStreaming: multiplyAddCost(totalBins: 1 << 21))
     }
 
     /// One accumulator against many (x, h) spectrum pairs, as a delay line does.

@@ -4,7 +4,8 @@ import Glibc
 /// `swift-convolver/`): FFTW wisdom and machine costs, kept between processes.
 enum UserCache {
     static func path(_ file: String) -> String {
-        let cache = SystemFiles.environment("XDG_CACHE_HOME").flatMap { $0.isEmpty ? nil : $0 }
+        let cache =
+            SystemFiles.environment("XDG_CACHE_HOME").flatMap { $0.isEmpty ? nil : $0 }
             ?? ((SystemFiles.environment("HOME") ?? "/tmp") + "/.cache")
         return cache + "/swift-convolver/" + file
     }
@@ -47,9 +48,11 @@ struct MachineCostsHistory {
     }
 
     private static func line(for costs: MachineCosts) -> String {
-        (["costs", "multiply-add-cached=\(costs.multiplyAddNanosecondsPerBinCached)",
-          "multiply-add-streaming=\(costs.multiplyAddNanosecondsPerBinStreaming)"]
-         + costs.fftPairNanoseconds.keys.sorted().map { "fft\($0)=\(costs.fftPairNanoseconds[$0]!)" })
+        ([
+            "costs", "multiply-add-cached=\(costs.multiplyAddNanosecondsPerBinCached)",
+            "multiply-add-streaming=\(costs.multiplyAddNanosecondsPerBinStreaming)",
+        ]
+            + costs.fftPairNanoseconds.keys.sorted().map { "fft\($0)=\(costs.fftPairNanoseconds[$0]!)" })
             .joined(separator: " ")
     }
 
@@ -71,8 +74,9 @@ struct MachineCostsHistory {
             }
         }
         guard !ffts.isEmpty, let cached, let streaming else { return nil }
-        return MachineCosts(fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBinCached: cached,
-                            multiplyAddNanosecondsPerBinStreaming: streaming)
+        return MachineCosts(
+            fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBinCached: cached,
+            multiplyAddNanosecondsPerBinStreaming: streaming)
     }
 
     /// The first `model name` of /proc/cpuinfo ("unknown" if none).

@@ -38,8 +38,9 @@ public struct PartitionPlan: Sendable, Equatable, CustomStringConvertible {
     /// "256x4 | 512x2@1024 | ..." : block size x segments @ IR offset.
     public var description: String {
         levels.map { level in
-            level.offset == 0 ? "\(level.blockSize)x\(level.segmentCount)"
-                              : "\(level.blockSize)x\(level.segmentCount)@\(level.offset)"
+            level.offset == 0
+                ? "\(level.blockSize)x\(level.segmentCount)"
+                : "\(level.blockSize)x\(level.segmentCount)@\(level.offset)"
         }.joined(separator: " | ")
     }
 }
@@ -60,8 +61,10 @@ public enum PartitionPlanner {
         /// level on a helper, at no cost beyond its job (the engine on its own).
         public var placement: LevelPlacement?
 
-        public init(impulseLength: Int, inputCount: Int, outputCount: Int, entryCount: Int,
-                    expectedBlockSize: Int, maxPartitionSize: Int) {
+        public init(
+            impulseLength: Int, inputCount: Int, outputCount: Int, entryCount: Int,
+            expectedBlockSize: Int, maxPartitionSize: Int
+        ) {
             self.impulseLength = impulseLength
             self.inputCount = inputCount
             self.outputCount = outputCount
@@ -95,8 +98,12 @@ public enum PartitionPlanner {
                 // Candidates come simplest first (small head, few levels): a later one must be
                 // clearly cheaper, so measurement noise does not flip plans from run to run.
                 if best == nil || weighted < best!.cost * (1 - planningTolerance) {
-                    best = (weighted, PartitionPlan(levels: levels, estimatedCoreFraction: total,
-                                                    estimatedDataThreadCoreFraction: dataThread))
+                    best = (
+                        weighted,
+                        PartitionPlan(
+                            levels: levels, estimatedCoreFraction: total,
+                            estimatedDataThreadCoreFraction: dataThread)
+                    )
                 }
             }
         }
@@ -125,8 +132,10 @@ public enum PartitionPlanner {
     }
 
     /// (total, on the data thread) cost in fractions of a core.
-    public static func cost(_ levels: [PartitionPlan.Level], _ problem: Problem,
-                     _ costs: MachineCosts) -> (Double, Double) {
+    public static func cost(
+        _ levels: [PartitionPlan.Level], _ problem: Problem,
+        _ costs: MachineCosts
+    ) -> (Double, Double) {
         let rate = problem.sampleRate
         let transformsPerBlock = Self.transformsPerBlock(problem)
         func delayLineNanoseconds(_ level: PartitionPlan.Level, segments: Int) -> Double {
@@ -135,10 +144,13 @@ public enum PartitionPlanner {
         let head = levels[0]
         let quantum = max(1, problem.expectedBlockSize)
         // A call that is not a whole number of head blocks costs a partial-block transform more.
-        let piecesPerCall = quantum % head.blockSize == 0 ? Double(quantum / head.blockSize)
-                                                           : Double(quantum) / Double(head.blockSize) + 1
+        let piecesPerCall =
+            quantum % head.blockSize == 0
+            ? Double(quantum / head.blockSize)
+            : Double(quantum) / Double(head.blockSize) + 1
         let perPiece = transformsPerBlock * costs.fftPair(2 * head.blockSize) + delayLineNanoseconds(head, segments: 1)
-        let headNanosecondsPerSecond = rate / Double(quantum) * piecesPerCall * perPiece
+        let headNanosecondsPerSecond =
+            rate / Double(quantum) * piecesPerCall * perPiece
             + rate / Double(head.blockSize) * delayLineNanoseconds(head, segments: head.segmentCount - 1)
         // Tail levels placed on the data thread count as its time; each job on a helper costs the overhead.
         let helperOverhead = problem.placement?.helperJobOverheadNanoseconds ?? 0
@@ -157,12 +169,16 @@ public enum PartitionPlanner {
 
     /// The tail levels of `levels` as the scheduler will run them: each job's estimate, and whether
     /// the problem's placement puts the level on the data thread. The one place that rule is applied.
-    public static func tailSchedules(_ levels: [PartitionPlan.Level], _ problem: Problem,
-                                     _ costs: MachineCosts) -> [LevelSchedule] {
+    public static func tailSchedules(
+        _ levels: [PartitionPlan.Level], _ problem: Problem,
+        _ costs: MachineCosts
+    ) -> [LevelSchedule] {
         var tails = levels.dropFirst().map { LevelSchedule($0, problem: problem, costs: costs) }
         let callPeriodNanos = Double(max(1, problem.expectedBlockSize)) / problem.sampleRate * 1e9
-        let onDataThread = problem.placement?.dataThreadLevelCount(tails, callPeriodNanos: callPeriodNanos,
-                                                                   sampleRate: problem.sampleRate) ?? 0
+        let onDataThread =
+            problem.placement?.dataThreadLevelCount(
+                tails, callPeriodNanos: callPeriodNanos,
+                sampleRate: problem.sampleRate) ?? 0
         for index in 0..<onDataThread { tails[index].runsOnDataThread = true }
         return tails
     }
@@ -180,8 +196,10 @@ public enum PartitionPlanner {
     }
 
     /// The multiply-adds of `segments` of `level`'s delay line, for every IR, in ns.
-    private static func delayLineNanoseconds(_ level: PartitionPlan.Level, segments: Int, _ problem: Problem,
-                                             _ costs: MachineCosts) -> Double {
+    private static func delayLineNanoseconds(
+        _ level: PartitionPlan.Level, segments: Int, _ problem: Problem,
+        _ costs: MachineCosts
+    ) -> Double {
         let bins = alignedLength(level.blockSize + 1)
         let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
         return Double(problem.entryCount * segments) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
@@ -203,8 +221,10 @@ public struct LevelPlacement: Sendable, Equatable {
     /// cold caches on a core that was idle.
     public var helperJobOverheadNanoseconds: Double
 
-    public init(dataThreadJobNanoseconds: Double, dataThreadJobFraction: Double, minimumHelperSlackSeconds: Double,
-                helperJobOverheadNanoseconds: Double) {
+    public init(
+        dataThreadJobNanoseconds: Double, dataThreadJobFraction: Double, minimumHelperSlackSeconds: Double,
+        helperJobOverheadNanoseconds: Double
+    ) {
         self.dataThreadJobNanoseconds = dataThreadJobNanoseconds
         self.dataThreadJobFraction = dataThreadJobFraction
         self.minimumHelperSlackSeconds = minimumHelperSlackSeconds

@@ -154,8 +154,9 @@ private func decodeNodeBlock(_ value: UnsafePointer<spa_pod>, name: String) thro
     let finish = fields.long() ?? 0
     let status = fields.int() ?? 0
     let latency = fields.fraction() ?? spa_fraction(num: 0, denom: 0)
-    return NodeCycleTiming(id: id, name: nodeName, previousSignal: previousSignal, signal: signal, awake: awake, finish: finish,
-                           status: status, latency: latency)
+    return NodeCycleTiming(
+        id: id, name: nodeName, previousSignal: previousSignal, signal: signal, awake: awake, finish: finish,
+        status: status, latency: latency)
 }
 
 /// A parser over the fields of a Struct pod (the caller checked the type). The parser is set on the

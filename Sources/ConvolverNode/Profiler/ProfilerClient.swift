@@ -166,8 +166,9 @@ public final class ProfilerClient {
         } else if type == profilerInterfaceType, profiler == nil {
             guard let proxy = pw_registry_bind(registry, id, type, profilerVersion, 0) else { return }
             profiler = OpaquePointer(proxy)
-            pw_proxy_add_object_listener(profiler, profilerHook, UnsafeRawPointer(profilerEvents),
-                                         Unmanaged.passUnretained(self).toOpaque())
+            pw_proxy_add_object_listener(
+                profiler, profilerHook, UnsafeRawPointer(profilerEvents),
+                Unmanaged.passUnretained(self).toOpaque())
         }
     }
 

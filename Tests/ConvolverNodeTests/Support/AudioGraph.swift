@@ -22,8 +22,10 @@ enum TestSignals {
     /// The lead-out must be at least the IR's length: pw-play's last, partial buffer is not
     /// delivered cleanly (pw-record alone drops it; a filter sees it repeated), so the signal and
     /// its whole convolution tail must be over before it.
-    static func noise(seconds: Double, channels: Int = 2, amplitude: Float = 0.25, leadIn: Double = 0.5,
-                      leadOut: Double = 0.5, seed: UInt64 = 1) -> [[Float]] {
+    static func noise(
+        seconds: Double, channels: Int = 2, amplitude: Float = 0.25, leadIn: Double = 0.5,
+        leadOut: Double = 0.5, seed: UInt64 = 1
+    ) -> [[Float]] {
         var random = Random(state: 0x9E37_79B9_7F4A_7C15 ^ seed)
         let before = [Float](repeating: 0, count: Int(leadIn * 48000))
         let after = [Float](repeating: 0, count: Int(leadOut * 48000))
@@ -79,22 +81,30 @@ struct PlayThrough {
     /// Plays `inputPath` through the node and records input and output into `recordingPath`
     /// (raw interleaved float32). `whilePlaying` runs once playback has started (quantum or
     /// Props changes).
-    func run(inputPath: String, recordingPath: String, seconds: Double, tailSeconds: Double,
-             tag: String, whilePlaying: () throws -> Void = {}) throws {
+    func run(
+        inputPath: String, recordingPath: String, seconds: Double, tailSeconds: Double,
+        tag: String, whilePlaying: () throws -> Void = {}
+    ) throws {
         let recorderName = "rec-\(tag)"
         let playerName = "play-\(tag)"
-        let recorder = try daemon.spawn([try SyncRecorder.executable.get(), recorderName, recordedPositions.joined(separator: ","),
-                                         recordingPath, "\(Int(seconds * 3 + 30))", "\(recorderLatency)"],
-                                        logName: "\(recorderName).log")
+        let recorder = try daemon.spawn(
+            [
+                try SyncRecorder.executable.get(), recorderName, recordedPositions.joined(separator: ","),
+                recordingPath, "\(Int(seconds * 3 + 30))", "\(recorderLatency)",
+            ],
+            logName: "\(recorderName).log")
         defer { recorder.stop() }
         try daemon.waitForPorts(ofNode: recorderName, count: recordedPositions.count)
         let outputs = outputPositions ?? positions
         for (position, recorded) in zip(outputs, recordedPositions.suffix(outputs.count)) {
             try daemon.link("\(outputNodeName ?? nodeName):output_\(position)", "\(recorderName):input_\(recorded)")
         }
-        let player = try daemon.spawn(["pw-play", "-P", Self.streamProperties(playerName),
-                                       "--channels", "\(positions.count)", "--channel-map", positions.joined(separator: ","), inputPath],
-                                      logName: "\(playerName).log")
+        let player = try daemon.spawn(
+            [
+                "pw-play", "-P", Self.streamProperties(playerName),
+                "--channels", "\(positions.count)", "--channel-map", positions.joined(separator: ","), inputPath,
+            ],
+            logName: "\(playerName).log")
         defer { player.stop() }
         try daemon.waitForPorts(ofNode: playerName, count: positions.count)
         for (position, recorded) in zip(positions, recordedPositions) {
@@ -105,10 +115,13 @@ struct PlayThrough {
         guard player.waitForExit(timeout: seconds * 3 + 10) else {
             // What the graph looked like, so that a hang can be told apart from a slow machine.
             let links = (try? daemon.run(["pw-link", "-l"]).output) ?? "?"
-            let top = (try? daemon.run(["pw-cli", "ls", "Node"]).output.split(separator: "\n").filter {
-                $0.contains("node.name") }.joined(separator: "\n")) ?? "?"
-            throw TestFailure("pw-play did not finish in time; its log: \(player.log)\nrecorder log: \(recorder.log)\n"
-                              + "links:\n\(links)\nnodes:\n\(top)\ndaemon log:\n\(daemon.log(tail: 30))")
+            let top =
+                (try? daemon.run(["pw-cli", "ls", "Node"]).output.split(separator: "\n").filter {
+                    $0.contains("node.name")
+                }.joined(separator: "\n")) ?? "?"
+            throw TestFailure(
+                "pw-play did not finish in time; its log: \(player.log)\nrecorder log: \(recorder.log)\n"
+                    + "links:\n\(links)\nnodes:\n\(top)\ndaemon log:\n\(daemon.log(tail: 30))")
         }
         usleep(UInt32(tailSeconds * 1_000_000))
         recorder.interrupt()
@@ -118,8 +131,9 @@ struct PlayThrough {
 /// Tests/SyncRecorder/sync_record.c, compiled once per test run against the PipeWire under test
 /// (pkg-config: the system's, or the prefix's of pipewire-1.4.sh).
 enum SyncRecorder {
-    static let executable = TestTool.compile("Tests/SyncRecorder/sync_record.c", into: "sync_record",
-                                             flags: "$(pkg-config --cflags --libs libpipewire-0.3)")
+    static let executable = TestTool.compile(
+        "Tests/SyncRecorder/sync_record.c", into: "sync_record",
+        flags: "$(pkg-config --cflags --libs libpipewire-0.3)")
 }
 
 /// The tests' C helpers, compiled with the system C compiler once per test run.

@@ -14,7 +14,8 @@ final class IsolatedSystem {
     /// (`<toolchain>/usr/lib/swift/linux/libswiftCore.so`), e.g. /opt/swift.
     static let toolchain: String? = {
         guard let line = procfsText("/proc/self/maps").split(separator: "\n").first(where: { $0.hasSuffix("/usr/lib/swift/linux/libswiftCore.so") }),
-              let path = line.split(separator: " ").last else { return nil }
+            let path = line.split(separator: " ").last
+        else { return nil }
         return String(path.dropLast("/usr/lib/swift/linux/libswiftCore.so".count))
     }()
 

@@ -87,40 +87,52 @@ enum RecordJudge {
         var played: String?
     }
 
-    static func judge(_ record: NodeRecord, inputs: Int, outputs: Int, entries: [ImpulseEntry], segments: [Segment],
-                      played: String?, workDirectory: String) throws -> Result {
+    static func judge(
+        _ record: NodeRecord, inputs: Int, outputs: Int, entries: [ImpulseEntry], segments: [Segment],
+        played: String?, workDirectory: String
+    ) throws -> Result {
         guard FileManager.default.fileExists(atPath: record.path) else {
             throw TestFailure("the node wrote no record at \(record.path) (was it destroyed?)")
         }
-        return try JudgeScript.run("judge_record.py",
-                                   Spec(calls: record.path, inputs: inputs, outputs: outputs, entries: entries,
-                                        segments: segments, played: played),
-                                   workDirectory: workDirectory)
+        return try JudgeScript.run(
+            "judge_record.py",
+            Spec(
+                calls: record.path, inputs: inputs, outputs: outputs, entries: entries,
+                segments: segments, played: played),
+            workDirectory: workDirectory)
     }
 
     /// Every heard frame of every judged segment within 1e-4 of numpy's and ≤ −90 dB over all,
     /// and the node got most of what was played.
-    static func assertExact(_ result: Result, outputs: Int, label: String,
-                            file: StaticString = #filePath, line: UInt = #line) {
+    static func assertExact(
+        _ result: Result, outputs: Int, label: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertNil(result.error, label, file: file, line: line)
         let outputResults = result.outputs ?? []
-        print("\(label) record: \(result.frames) frames (\(result.withoutOutputs) without output buffers), "
-              + "\(result.receivedFrames) of \(result.playedFrames.map(String.init) ?? "?") played frames received, "
-              + "segments at \(result.segmentStarts); "
-              + outputResults.enumerated().map { "output \($0.offset): worst \($0.element.worst), "
-                  + "\(String(format: "%.1f", $0.element.errorDB)) dB, \($0.element.wrongFrames) wrong from \($0.element.firstWrong.map(String.init) ?? "-")" }
-                  .joined(separator: "; "))
+        print(
+            "\(label) record: \(result.frames) frames (\(result.withoutOutputs) without output buffers), "
+                + "\(result.receivedFrames) of \(result.playedFrames.map(String.init) ?? "?") played frames received, "
+                + "segments at \(result.segmentStarts); "
+                + outputResults.enumerated().map {
+                    "output \($0.offset): worst \($0.element.worst), "
+                        + "\(String(format: "%.1f", $0.element.errorDB)) dB, \($0.element.wrongFrames) wrong from \($0.element.firstWrong.map(String.init) ?? "-")"
+                }
+                .joined(separator: "; "))
         XCTAssertEqual(outputResults.count, outputs, "\(label): outputs judged", file: file, line: line)
         XCTAssertGreaterThan(result.judgedFrames ?? 0, 0, "\(label): nothing judged", file: file, line: line)
         if let played = result.playedFrames {
             // Not all: cycles the machine loses between player and node are the machine's (seen:
             // 19% in a stall with 246 missed cycles), but most, or the judge would judge little.
-            XCTAssertGreaterThanOrEqual(Double(result.receivedFrames), 0.5 * Double(played),
-                                        "\(label): the node must have received most of what was played", file: file, line: line)
+            XCTAssertGreaterThanOrEqual(
+                Double(result.receivedFrames), 0.5 * Double(played),
+                "\(label): the node must have received most of what was played", file: file, line: line)
         }
         for (index, output) in outputResults.enumerated() {
-            XCTAssertEqual(output.wrongFrames, 0, "\(label) output \(index): not the convolution of the node's own input "
-                           + "(first wrong frame \(output.firstWrong ?? -1), worst \(output.worst))", file: file, line: line)
+            XCTAssertEqual(
+                output.wrongFrames, 0,
+                "\(label) output \(index): not the convolution of the node's own input "
+                    + "(first wrong frame \(output.firstWrong ?? -1), worst \(output.worst))", file: file, line: line)
             XCTAssertLessThanOrEqual(output.errorDB, -90, "\(label) output \(index)", file: file, line: line)
         }
     }
@@ -155,27 +167,36 @@ enum GraphJudge {
 
     /// `recording`: PlayThrough's, the node's inputs then its outputs; or, with `channels`, the
     /// record channel (inputs, then outputs) of each of its channels.
-    static func judge(recording: String, record: NodeRecord, inputs: Int, outputs: Int, channels: [Int]? = nil,
-                      workDirectory: String) throws -> Result {
-        try JudgeScript.run("judge_graph.py", Spec(recording: recording, calls: record.path, inputs: inputs, outputs: outputs,
-                                                   channels: channels),
-                            workDirectory: workDirectory)
+    static func judge(
+        recording: String, record: NodeRecord, inputs: Int, outputs: Int, channels: [Int]? = nil,
+        workDirectory: String
+    ) throws -> Result {
+        try JudgeScript.run(
+            "judge_graph.py",
+            Spec(
+                recording: recording, calls: record.path, inputs: inputs, outputs: outputs,
+                channels: channels),
+            workDirectory: workDirectory)
     }
 
     /// Every loud recorded output frame is the record's, on the channel of its port (at most
     /// `allowedUnmatched` frames not: a test that stalls the whole machine); at least 90% of the
     /// recording located (the rest: cycles the recorder lost); where inputs were recorded too,
     /// most output frames (≥ 80%) in the cycle of their input. `names`: the recorded channels.
-    static func assertNodeOutputRecorded(_ result: Result, names: [String], label: String,
-                                         allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line) {
+    static func assertNodeOutputRecorded(
+        _ result: Result, names: [String], label: String,
+        allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line
+    ) {
         XCTAssertNil(result.error, label, file: file, line: line)
         let channels = result.channels ?? []
         XCTAssertEqual(channels.count, names.count, "\(label): recorded channels", file: file, line: line)
         let aligned = result.alignedFrames ?? 0, misaligned = result.misalignedFrames ?? 0
-        print("\(label) graph: " + zip(names, channels).map { name, channel in
-            "\(name) \(channel.matchedFrames)/\(channel.loudFrames) located, \(channel.unmatchedFrames) not, "
-                + "\(channel.jumpCount) jumps \(channel.jumps.prefix(4))"
-        }.joined(separator: "; ") + "; output-input offsets \(result.offsets ?? [:])")
+        print(
+            "\(label) graph: "
+                + zip(names, channels).map { name, channel in
+                    "\(name) \(channel.matchedFrames)/\(channel.loudFrames) located, \(channel.unmatchedFrames) not, "
+                        + "\(channel.jumpCount) jumps \(channel.jumps.prefix(4))"
+                }.joined(separator: "; ") + "; output-input offsets \(result.offsets ?? [:])")
         for (name, channel) in zip(names, channels) {
             let source = channel.matchesChannel.map { " (it is the node's record channel \($0))" } ?? ""
             XCTAssertGreaterThan(channel.loudFrames, 0, "\(label) \(name): nothing recorded", file: file, line: line)
@@ -184,15 +205,18 @@ enum GraphJudge {
                 // consumers got different samples (PipeWire 1.x: an asynchronous pw-play during a
                 // quantum storm, the node's own record exact) that is the graph's doing: counted,
                 // and half of the input must still be found to place the output.
-                XCTAssertGreaterThanOrEqual(Double(channel.matchedFrames), 0.5 * Double(channel.loudFrames),
-                                            "\(label) \(name): located", file: file, line: line)
+                XCTAssertGreaterThanOrEqual(
+                    Double(channel.matchedFrames), 0.5 * Double(channel.loudFrames),
+                    "\(label) \(name): located", file: file, line: line)
                 continue
             }
-            XCTAssertLessThanOrEqual(channel.unmatchedFrames, allowedUnmatched,
-                                     "\(label) \(name): recorded samples that are not the node's\(source), first at \(channel.firstUnmatched ?? -1)",
-                                     file: file, line: line)
-            XCTAssertGreaterThanOrEqual(Double(channel.matchedFrames), 0.9 * Double(channel.loudFrames),
-                                        "\(label) \(name): located", file: file, line: line)
+            XCTAssertLessThanOrEqual(
+                channel.unmatchedFrames, allowedUnmatched,
+                "\(label) \(name): recorded samples that are not the node's\(source), first at \(channel.firstUnmatched ?? -1)",
+                file: file, line: line)
+            XCTAssertGreaterThanOrEqual(
+                Double(channel.matchedFrames), 0.9 * Double(channel.loudFrames),
+                "\(label) \(name): located", file: file, line: line)
         }
         guard names.contains(where: { $0.hasPrefix("input") }) else { return }
         // A node that adds latency, or whose output reaches the graph a cycle late, moves every
@@ -205,20 +229,24 @@ enum GraphJudge {
         let offsets = result.offsets ?? [:]
         let late = offsets.filter { (Int($0.key) ?? 0) > 0 }.values.reduce(0, +)
         XCTAssertGreaterThan(aligned, 0, "\(label): no output frame beside its input", file: file, line: line)
-        XCTAssertEqual(offsets.filter { (Int($0.key) ?? 0) >= 0 }.max { $0.value < $1.value }?.key, "0",
-                       "\(label): most output frames not in the cycle of their input (offsets \(offsets))", file: file, line: line)
-        XCTAssertGreaterThanOrEqual(Double(aligned), 0.8 * Double(aligned + late),
-                                    "\(label): output later than the cycle of its input (offsets \(offsets))", file: file, line: line)
-        XCTAssertGreaterThanOrEqual(Double(aligned), 0.4 * Double(aligned + misaligned),
-                                    "\(label): output not in the cycle of its input (offsets \(offsets))", file: file, line: line)
+        XCTAssertEqual(
+            offsets.filter { (Int($0.key) ?? 0) >= 0 }.max { $0.value < $1.value }?.key, "0",
+            "\(label): most output frames not in the cycle of their input (offsets \(offsets))", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(
+            Double(aligned), 0.8 * Double(aligned + late),
+            "\(label): output later than the cycle of its input (offsets \(offsets))", file: file, line: line)
+        XCTAssertGreaterThanOrEqual(
+            Double(aligned), 0.4 * Double(aligned + misaligned),
+            "\(label): output not in the cycle of its input (offsets \(offsets))", file: file, line: line)
     }
 }
 
 /// Runs one of the judges' Python scripts on a JSON spec and decodes its JSON answer.
 enum JudgeScript {
     static func run<Spec: Encodable, Answer: Decodable>(_ script: String, _ spec: Spec, workDirectory: String) throws -> Answer {
-        try ReferenceScript.run(BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/" + script, spec,
-                                workDirectory: workDirectory)
+        try ReferenceScript.run(
+            BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/" + script, spec,
+            workDirectory: workDirectory)
     }
 }
 
@@ -232,20 +260,25 @@ struct LiveVerdict {
     var outputPositions: [String]? = nil
     var workDirectory: String
 
-    func assertExact(entries: [ImpulseEntry], segments: [RecordJudge.Segment] = [.init(wet: 1, dry: 0)], label: String,
-                     allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line) throws {
+    func assertExact(
+        entries: [ImpulseEntry], segments: [RecordJudge.Segment] = [.init(wet: 1, dry: 0)], label: String,
+        allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let outputs = outputPositions ?? positions
-        let dsp = try RecordJudge.judge(record, inputs: positions.count, outputs: outputs.count, entries: entries,
-                                        segments: segments, played: played, workDirectory: workDirectory)
+        let dsp = try RecordJudge.judge(
+            record, inputs: positions.count, outputs: outputs.count, entries: entries,
+            segments: segments, played: played, workDirectory: workDirectory)
         RecordJudge.assertExact(dsp, outputs: outputs.count, label: label, file: file, line: line)
         try assertGraphPath(label: label, allowedUnmatched: allowedUnmatched, file: file, line: line)
     }
 
     func assertGraphPath(label: String, allowedUnmatched: Int = 0, file: StaticString = #filePath, line: UInt = #line) throws {
         let outputs = outputPositions ?? positions
-        let graph = try GraphJudge.judge(recording: recording, record: record, inputs: positions.count, outputs: outputs.count,
-                                         workDirectory: workDirectory)
-        GraphJudge.assertNodeOutputRecorded(graph, names: positions.map { "input \($0)" } + outputs.map { "output \($0)" },
-                                            label: label, allowedUnmatched: allowedUnmatched, file: file, line: line)
+        let graph = try GraphJudge.judge(
+            recording: recording, record: record, inputs: positions.count, outputs: outputs.count,
+            workDirectory: workDirectory)
+        GraphJudge.assertNodeOutputRecorded(
+            graph, names: positions.map { "input \($0)" } + outputs.map { "output \($0)" },
+            label: label, allowedUnmatched: allowedUnmatched, file: file, line: line)
     }
 }

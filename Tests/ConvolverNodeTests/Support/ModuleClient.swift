@@ -23,8 +23,10 @@ enum ModuleClient {
     }
 
     /// Starts the client process; `name` names its config and log files.
-    static func start(_ daemon: PrivatePipeWire, name: String, arguments: String, contextProperties: String = "",
-                      extraEnvironment: [String: String] = [:]) throws -> BackgroundProcess {
+    static func start(
+        _ daemon: PrivatePipeWire, name: String, arguments: String, contextProperties: String = "",
+        extraEnvironment: [String: String] = [:]
+    ) throws -> BackgroundProcess {
         let path = daemon.runtimeDirectory + "/\(name).conf"
         try configuration(arguments: arguments, contextProperties: contextProperties).write(toFile: path, atomically: true, encoding: .utf8)
         return try daemon.spawn(["pipewire", "-c", path], logName: "\(name).log", extraEnvironment: extraEnvironment)
@@ -38,7 +40,8 @@ enum ShippedConfig {
         var text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + name, encoding: .utf8)
             .replacingOccurrences(of: "/path/to/irs/", with: irDirectory + "/")
         guard let module = text.range(of: "name = libpipewire-module-swift-convolver"),
-              let arguments = text.range(of: "args = {", range: module.upperBound..<text.endIndex) else {
+            let arguments = text.range(of: "args = {", range: module.upperBound..<text.endIndex)
+        else {
             throw TestFailure("\(name): no args of libpipewire-module-swift-convolver")
         }
         text.insert(contentsOf: " " + record.argument, at: arguments.upperBound)

@@ -32,7 +32,8 @@ enum BuildProducts {
         }
         if directory.hasSuffix("/debug") && !warnedAboutDebug {
             warnedAboutDebug = true
-            print("""
+            print(
+                """
                 warning: the node under test is a debug build (\(directory)). Unoptimized, its engine is too slow for \
                 real time with long IRs and small quanta (builtin:hall, q=64 fail). Test the release build: \
                 swift build -c release && SWIFT_CONVOLVER_BUILD_DIR=$PWD/.build/release swift test --filter ConvolverNodeTests
@@ -52,7 +53,8 @@ enum BuildProducts {
     static func requireDistributionProducts(file: StaticString = #filePath, line: UInt = #line) throws -> String {
         let products = distributionDirectory + "/release"
         guard FileManager.default.fileExists(atPath: products + "/" + moduleFileName),
-              FileManager.default.fileExists(atPath: products + "/pw-convolver") else {
+            FileManager.default.fileExists(atPath: products + "/pw-convolver")
+        else {
             throw TestFailure("\(products) has no module or pw-convolver: run `make build` (`make test` does)")
         }
         return products
@@ -86,7 +88,8 @@ enum PipeWireInstallation {
     }
 
     /// PipeWire's own module directory (after the build directory in PIPEWIRE_MODULE_DIR).
-    static let moduleDirectory = ProcessInfo.processInfo.environment["PIPEWIRE_MODULE_DIR"]
+    static let moduleDirectory =
+        ProcessInfo.processInfo.environment["PIPEWIRE_MODULE_DIR"]
         .flatMap { $0.split(separator: ":").last.map(String.init) } ?? "/usr/lib/x86_64-linux-gnu/pipewire-0.3"
 
     /// PIPEWIRE_MODULE_DIR for a process that loads the convolver module from the build.
@@ -128,8 +131,9 @@ final class PrivatePipeWire {
 
     init(name: String, extraModules: String = "", extraProperties: String = "", dropIns: [String] = []) throws {
         runtimeDirectory = Self.scratchDirectory + "swconv-node-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: runtimeDirectory, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
         if !extraProperties.isEmpty {
             guard let start = configuration.range(of: "context.properties = {") else { throw CocoaError(.fileReadCorruptFile) }
@@ -138,7 +142,8 @@ final class PrivatePipeWire {
         if !extraModules.isEmpty {
             // At the end of context.modules: after protocol-native, which a module's core needs.
             guard let start = configuration.range(of: "context.modules = ["),
-                  let end = configuration.range(of: "\n]", range: start.upperBound..<configuration.endIndex) else {
+                let end = configuration.range(of: "\n]", range: start.upperBound..<configuration.endIndex)
+            else {
                 throw CocoaError(.fileReadCorruptFile)
             }
             configuration.insert(contentsOf: "\n" + extraModules + "\n", at: end.lowerBound)
@@ -152,8 +157,10 @@ final class PrivatePipeWire {
             try FileManager.default.createDirectory(atPath: configDirectory + "/pipewire.conf.d", withIntermediateDirectories: true)
             try configuration.write(toFile: configDirectory + "/pipewire.conf", atomically: true, encoding: .utf8)
             for dropIn in dropIns {
-                try FileManager.default.copyItem(atPath: dropIn, toPath: configDirectory + "/pipewire.conf.d/"
-                                                 + URL(fileURLWithPath: dropIn).lastPathComponent)
+                try FileManager.default.copyItem(
+                    atPath: dropIn,
+                    toPath: configDirectory + "/pipewire.conf.d/"
+                        + URL(fileURLWithPath: dropIn).lastPathComponent)
             }
             arguments = []
             daemonEnvironment["PIPEWIRE_CONFIG_DIR"] = configDirectory
@@ -170,7 +177,8 @@ final class PrivatePipeWire {
         try daemon.run()
         let socket = runtimeDirectory + "/pipewire-0"
         guard waitUntil(timeout: 10, { FileManager.default.fileExists(atPath: socket) || !self.daemon.isRunning }),
-              daemon.isRunning else {
+            daemon.isRunning
+        else {
             throw TestFailure("private PipeWire did not start; log:\n\(log(tail: 30))")
         }
     }
@@ -181,7 +189,7 @@ final class PrivatePipeWire {
 
     func stop() {
         guard daemon.isRunning else { return }
-        daemon.terminate()   // SIGTERM: the daemon removes its socket
+        daemon.terminate()  // SIGTERM: the daemon removes its socket
         if !waitUntil(timeout: 5, { !self.daemon.isRunning }) { kill(daemon.processIdentifier, SIGKILL) }
         daemon.waitUntilExit()
         // SWIFT_CONVOLVER_KEEP_TEST_FILES=1 keeps logs, configs and recordings for a look.
@@ -254,7 +262,8 @@ final class PrivatePipeWire {
     func dump() throws -> [[String: Any]] {
         let (status, output) = try run(["pw-dump", "-N"], timeout: 10)
         guard status == 0, let data = output.data(using: .utf8),
-              let objects = try JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
+            let objects = try JSONSerialization.jsonObject(with: data) as? [[String: Any]]
+        else {
             throw TestFailure("pw-dump failed (\(status)): \(output.prefix(500))")
         }
         return objects
@@ -276,29 +285,35 @@ final class PrivatePipeWire {
         let objects = try dump()
         func info(_ object: [String: Any]) -> [String: Any] { object["info"] as? [String: Any] ?? [:] }
         func properties(_ object: [String: Any]) -> [String: Any] { info(object)["props"] as? [String: Any] ?? [:] }
-        guard let node = objects.first(where: {
-            ($0["type"] as? String) == "PipeWire:Interface:Node" && properties($0)["node.name"] as? String == name
-        }) else { return [] }
-        let object = port.flatMap { port in
-            objects.first {
-                ($0["type"] as? String) == "PipeWire:Interface:Port" && properties($0)["node.id"] as? Int == node["id"] as? Int
-                    && properties($0)["port.name"] as? String == port
-            }
-        } ?? (port == nil ? node : [:])
+        guard
+            let node = objects.first(where: {
+                ($0["type"] as? String) == "PipeWire:Interface:Node" && properties($0)["node.name"] as? String == name
+            })
+        else { return [] }
+        let object =
+            port.flatMap { port in
+                objects.first {
+                    ($0["type"] as? String) == "PipeWire:Interface:Port" && properties($0)["node.id"] as? Int == node["id"] as? Int
+                        && properties($0)["port.name"] as? String == port
+                }
+            } ?? (port == nil ? node : [:])
         return (info(object)["params"] as? [String: Any])?[param] as? [[String: Any]] ?? []
     }
 
     /// Port names of the node named `name` (empty if absent).
     func portNames(ofNode name: String) throws -> [String] {
         let objects = try dump()
-        guard let nodeID = objects.first(where: {
-            ($0["type"] as? String) == "PipeWire:Interface:Node"
-                && ((($0["info"] as? [String: Any])?["props"] as? [String: Any])?["node.name"] as? String) == name
-        })?["id"] as? Int else { return [] }
+        guard
+            let nodeID = objects.first(where: {
+                ($0["type"] as? String) == "PipeWire:Interface:Node"
+                    && ((($0["info"] as? [String: Any])?["props"] as? [String: Any])?["node.name"] as? String) == name
+            })?["id"] as? Int
+        else { return [] }
         return objects.compactMap { object -> String? in
             guard (object["type"] as? String) == "PipeWire:Interface:Port",
-                  let properties = (object["info"] as? [String: Any])?["props"] as? [String: Any],
-                  (properties["node.id"] as? Int) == nodeID else { return nil }
+                let properties = (object["info"] as? [String: Any])?["props"] as? [String: Any],
+                (properties["node.id"] as? Int) == nodeID
+            else { return nil }
             return properties["port.name"] as? String
         }.sorted()
     }
@@ -307,17 +322,22 @@ final class PrivatePipeWire {
     func moduleIDs(named name: String) throws -> [Int] {
         try dump().compactMap { object in
             guard (object["type"] as? String) == "PipeWire:Interface:Module",
-                  ((object["info"] as? [String: Any])?["name"] as? String) == name else { return nil }
+                ((object["info"] as? [String: Any])?["name"] as? String) == name
+            else { return nil }
             return object["id"] as? Int
         }
     }
 
     func waitForPorts(ofNode name: String, count: Int, timeout: TimeInterval = 20) throws {
         var last: [String] = []
-        guard waitUntil(timeout: timeout, {
-            last = (try? self.portNames(ofNode: name)) ?? []
-            return last.count >= count
-        }) else {
+        guard
+            waitUntil(
+                timeout: timeout,
+                {
+                    last = (try? self.portNames(ofNode: name)) ?? []
+                    return last.count >= count
+                })
+        else {
             throw TestFailure("node \(name) has ports \(last) after \(timeout) s, expected \(count)")
         }
     }
@@ -334,8 +354,11 @@ final class PrivatePipeWire {
     /// The quantum the graph really ran `node` at (the profiler's clock.duration, by
     /// `pw-convolver top --batch`), over `seconds`, and top's line for it.
     func profiledQuantum(ofNode node: String, seconds: Double = 1.5) throws -> (quantum: String, line: String) {
-        let (status, top) = try run([BuildProducts.directory + "/pw-convolver", "top", "--batch", "--seconds", "\(seconds)",
-                                     "--node", node], timeout: 20 + seconds)
+        let (status, top) = try run(
+            [
+                BuildProducts.directory + "/pw-convolver", "top", "--batch", "--seconds", "\(seconds)",
+                "--node", node,
+            ], timeout: 20 + seconds)
         guard status == 0 else { throw TestFailure("pw-convolver top exited \(status): \(top)") }
         let line = top.split(separator: "\n").last { $0.hasSuffix(" " + node) } ?? ""
         let columns = line.split(separator: " ")

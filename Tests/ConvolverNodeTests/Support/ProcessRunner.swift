@@ -2,8 +2,10 @@ import Foundation
 
 /// Runs `executable` with `arguments` to its end (stdin empty); its exit status and its stdout
 /// and stderr together. `environment` nil: this process's.
-func runToCompletion(_ executable: String, _ arguments: [String],
-                     environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+func runToCompletion(
+    _ executable: String, _ arguments: [String],
+    environment: [String: String]? = nil
+) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

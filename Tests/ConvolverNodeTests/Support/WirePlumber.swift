@@ -19,12 +19,12 @@ extension PrivatePipeWire {
             try text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("bluetooth.lua") }
                 .joined(separator: "\n").write(toFile: mainConfig, atomically: true, encoding: .utf8)
             try """
-                default_access.properties["enable-flatpak-portal"] = false
-                alsa_monitor.enabled = false
-                alsa_monitor.properties["alsa.reserve"] = false
-                v4l2_monitor.enabled = false
-                libcamera_monitor.enabled = false
-                """.write(toFile: configDirectory + "/main.lua.d/51-headless-test.lua", atomically: true, encoding: .utf8)
+            default_access.properties["enable-flatpak-portal"] = false
+            alsa_monitor.enabled = false
+            alsa_monitor.properties["alsa.reserve"] = false
+            v4l2_monitor.enabled = false
+            libcamera_monitor.enabled = false
+            """.write(toFile: configDirectory + "/main.lua.d/51-headless-test.lua", atomically: true, encoding: .utf8)
             environment["WIREPLUMBER_CONFIG_DIR"] = configDirectory
         }
         let wireplumber = try spawn(arguments, logName: "wireplumber.log", extraEnvironment: environment)
