@@ -351,7 +351,7 @@ final class SinkTransport: NodeTransport {
 
     // MARK: - Stream events (C callbacks; `data` is the unretained transport)
 
-    private static func streams(_ data: UnsafeMutableRawPointer) -> SinkTransport {
+    private static func transport(_ data: UnsafeMutableRawPointer) -> SinkTransport {
         Unmanaged<SinkTransport>.fromOpaque(data).takeUnretainedValue()
     }
 
@@ -360,22 +360,22 @@ final class SinkTransport: NodeTransport {
         events.version = UInt32(PW_VERSION_STREAM_EVENTS)
         events.destroy = { data in
             guard let data else { return }
-            let streams = SinkTransport.streams(data)
-            spa_hook_remove(streams.captureListener)
-            streams.capture = nil
+            let transport = SinkTransport.transport(data)
+            spa_hook_remove(transport.captureListener)
+            transport.capture = nil
         }
         events.state_changed = { data, _, state, error in
             guard let data else { return }
-            let streams = SinkTransport.streams(data)
-            streams.stateChanged(streams.nodeName, state, error)
+            let transport = SinkTransport.transport(data)
+            transport.stateChanged(transport.nodeName, state, error)
         }
         events.param_changed = { data, id, param in
             guard let data else { return }
-            SinkTransport.streams(data).captureParamChanged(id, param)
+            SinkTransport.transport(data).captureParamChanged(id, param)
         }
         events.process = { data in
             guard let data else { return }
-            // SAFETY: the streams object outlives its streams (destroy() destroys them first).
+            // SAFETY: the transport outlives its streams (destroy() destroys them first).
             Unmanaged<SinkTransport>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.captureProcess() }
         }
         return persistentEventTable(events)
@@ -386,18 +386,18 @@ final class SinkTransport: NodeTransport {
         events.version = UInt32(PW_VERSION_STREAM_EVENTS)
         events.destroy = { data in
             guard let data else { return }
-            let streams = SinkTransport.streams(data)
-            spa_hook_remove(streams.playbackListener)
-            streams.playback = nil
+            let transport = SinkTransport.transport(data)
+            spa_hook_remove(transport.playbackListener)
+            transport.playback = nil
         }
         events.state_changed = { data, _, state, error in
             guard let data else { return }
-            let streams = SinkTransport.streams(data)
-            streams.stateChanged(streams.playbackNodeName, state, error)
+            let transport = SinkTransport.transport(data)
+            transport.stateChanged(transport.playbackNodeName, state, error)
         }
         events.io_changed = { data, id, area, _ in
             guard let data, id == SPA_IO_Position.rawValue else { return }
-            SinkTransport.streams(data).position.store(area, ordering: .releasing)
+            SinkTransport.transport(data).position.store(area, ordering: .releasing)
         }
         events.process = { data in
             guard let data else { return }
