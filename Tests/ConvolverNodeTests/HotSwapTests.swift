@@ -224,8 +224,13 @@ final class HotSwapTests: XCTestCase {
         return Int(line.split(separator: " ").dropFirst().first ?? "")
     }
 
-    /// A swap every 100 ms for SWIFT_CONVOLVER_SWAP_SECONDS (default 10) while the node runs:
-    /// the hosting process's RSS grows < 1 MB after a warm-up of 3 s of swaps, and it keeps processing.
+    /// A swap every 100 ms for two spells of SWIFT_CONVOLVER_SWAP_SECONDS (default 10 each) while the
+    /// node runs, after a warm-up of 3 s of swaps: the hosting process keeps processing, and its RSS
+    /// does not grow with the swaps. The allocator's own plateau (heap fragmentation from the
+    /// builds) is seen in the first spell, 0 to 1.2 MB here whether 100 or 400 swaps followed (the
+    /// code before and after the shape step of #25 alike); a leak grows again in the second spell.
+    /// So the second spell may add < 1 MB (10 kB per swap; one leaked engine is hundreds of kB),
+    /// and both together < 2 MB.
     func testSwapEvery100msLeaksNothing() throws {
         try writeImpulses()
         let seconds = Double(ProcessInfo.processInfo.environment["SWIFT_CONVOLVER_SWAP_SECONDS"] ?? "") ?? 10
@@ -265,17 +270,22 @@ final class HotSwapTests: XCTestCase {
         let swapsStart = Int(property(node, "convolver.swaps") ?? "") ?? 0
         try swap(for: seconds)
         usleep(1_500_000)  // the last builds finish, retired engines are freed, statistics published
+        let rssMiddle = try XCTUnwrap(residentKilobytes(pid))
+        try swap(for: seconds)
+        usleep(1_500_000)
         let rssEnd = try XCTUnwrap(residentKilobytes(pid))
         let callsEnd = Int(property(node, "convolver.calls") ?? "") ?? 0
         let swapsEnd = Int(property(node, "convolver.swaps") ?? "") ?? 0
         let late = property(node, "convolver.late-cycles") ?? "-"
         print(
-            "swap every 100 ms for \(seconds) s: \(swapsRequested) requested, \(swapsEnd - swapsStart) installed after warm-up, "
-                + "RSS \(rssStart) → \(rssEnd) kB (growth \(rssEnd - rssStart) kB), calls +\(callsEnd - callsStart), late cycles \(late)")
+            "swap every 100 ms for 2 × \(seconds) s: \(swapsRequested) requested, \(swapsEnd - swapsStart) installed after warm-up, "
+                + "RSS \(rssStart) → \(rssMiddle) → \(rssEnd) kB (growth \(rssMiddle - rssStart) + \(rssEnd - rssMiddle) kB), "
+                + "calls +\(callsEnd - callsStart), late cycles \(late)")
         XCTAssertTrue(client.isRunning, client.log)
-        XCTAssertLessThan(rssEnd - rssStart, 1024, "RSS grew by more than 1 MB")
+        XCTAssertLessThan(rssEnd - rssMiddle, 1024, "RSS grew by more than 1 MB in the second spell of swaps: a leak")
+        XCTAssertLessThan(rssEnd - rssStart, 2048, "RSS grew by more than 2 MB")
         // Each Props change is a build; installed swaps lag at most by the builds still queued.
-        XCTAssertGreaterThan(swapsEnd - swapsStart, Int(seconds * 10 * 0.5))
-        XCTAssertGreaterThan(callsEnd - callsStart, Int(seconds * 187 * 0.5), "the node kept processing")
+        XCTAssertGreaterThan(swapsEnd - swapsStart, Int(2 * seconds * 10 * 0.5))
+        XCTAssertGreaterThan(callsEnd - callsStart, Int(2 * seconds * 187 * 0.5), "the node kept processing")
     }
 }
