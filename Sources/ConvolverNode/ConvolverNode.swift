@@ -99,23 +99,13 @@ public final class ConvolverNode {
 
     /// Wake event, builder and statistics timer, then connects the transport.
     private func connect() throws(ConvolverNodeError) {
-        wakeEvent = cpw_loop_add_event(
-            loop,
-            { data, _ in
-                guard let data else { return }
-                Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().dataThreadWokeUs()
-            }, userData)
+        wakeEvent = cpw_loop_add_event(loop, PipeWireCallbacks.dataThreadWake, userData)
         realtime.wakeLoop = loop
         realtime.wakeSource = wakeEvent
         let wakeLoop = loop, wakeSource = wakeEvent
         // cpw_loop_signal_event (an eventfd write) may be called from any thread.
         builder = EngineBuilder(context: context) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
-        statisticsTimer = cpw_loop_add_timer(
-            loop,
-            { data, _ in
-                guard let data else { return }
-                Unmanaged<ConvolverNode>.fromOpaque(data).takeUnretainedValue().publishStatistics()
-            }, userData)
+        statisticsTimer = cpw_loop_add_timer(loop, PipeWireCallbacks.statisticsTimer, userData)
         var interval = timespec(tv_sec: 1, tv_nsec: 0)
         var first = timespec(tv_sec: 1, tv_nsec: 0)
         _ = cpw_loop_update_timer(loop, statisticsTimer, &first, &interval, false)
@@ -186,7 +176,7 @@ public final class ConvolverNode {
     }
 
     /// The data thread retired an engine or saw a new graph rate, or the builder finished.
-    private func dataThreadWokeUs() {
+    func dataThreadWokeUs() {
         realtime.mainLoopWoken.store(false, ordering: .releasing)
         if let retired = realtime.engines.takeRetired() { EngineExchange.release(retired) }
         for completion in builder?.takeCompletions() ?? [] {
@@ -330,7 +320,7 @@ public final class ConvolverNode {
     // MARK: - Statistics
 
     /// Node properties with live statistics, once a second (main loop).
-    private func publishStatistics() {
+    func publishStatistics() {
         guard let transport else { return }
         replanForRunningQuantum()  // the silence it waits for may have come since the last wake-up
         let busy = realtime.statistics.drainBusy()

@@ -17,8 +17,8 @@ public final class CoreListener {
         proxyListener.initialize(to: spa_hook())
         self.onGone = onGone
         let userData = Unmanaged.passUnretained(self).toOpaque()
-        pw_proxy_add_listener(core, proxyListener, Self.proxyEvents, userData)
-        _ = cpw_core_add_listener(core, coreListener, Self.coreEvents, userData)
+        pw_proxy_add_listener(core, proxyListener, PipeWireCallbacks.coreProxyEvents, userData)
+        _ = cpw_core_add_listener(core, coreListener, PipeWireCallbacks.coreEvents, userData)
         listening = true
     }
 
@@ -43,27 +43,13 @@ public final class CoreListener {
         callback?(reason)
     }
 
-    private static let proxyEvents: UnsafeMutablePointer<pw_proxy_events> = {
-        var events = pw_proxy_events()
-        events.version = UInt32(PW_VERSION_PROXY_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            Unmanaged<CoreListener>.fromOpaque(data).takeUnretainedValue().gone("the connection to PipeWire was closed")
-        }
-        return persistentEventTable(events)
-    }()
+    // MARK: - Events (from PipeWireCallbacks)
 
-    private static let coreEvents: UnsafeMutablePointer<pw_core_events> = {
-        var events = pw_core_events()
-        events.version = UInt32(PW_VERSION_CORE_EVENTS)
-        events.error = { data, id, _, result, message in
-            guard let data else { return }
-            let text = message.map { String(cString: $0) } ?? ""
-            PipeWireLog.error("core error on object \(id): \(result) \(text)")
-            if id == PW_ID_CORE && result == -EPIPE {
-                Unmanaged<CoreListener>.fromOpaque(data).takeUnretainedValue().gone("PipeWire went away (\(text))")
-            }
-        }
-        return persistentEventTable(events)
-    }()
+    func proxyDestroyed() { gone("the connection to PipeWire was closed") }
+
+    func coreError(id: UInt32, result: Int32, message: UnsafePointer<CChar>?) {
+        let text = message.map { String(cString: $0) } ?? ""
+        PipeWireLog.error("core error on object \(id): \(result) \(text)")
+        if id == PW_ID_CORE && result == -EPIPE { gone("PipeWire went away (\(text))") }
+    }
 }

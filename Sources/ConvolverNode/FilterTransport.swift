@@ -42,7 +42,7 @@ final class FilterTransport: NodeTransport {
         let (created, error) = configuration.nodeName.withCString { name in withErrno { pw_filter_new(core, name, nodeProperties) } }
         guard let filter = created else { throw .pipeWire(call: "pw_filter_new", errno: error) }
         self.filter = filter
-        pw_filter_add_listener(filter, listener, Self.events, Unmanaged.passUnretained(self).toOpaque())
+        pw_filter_add_listener(filter, listener, PipeWireCallbacks.filterEvents, Unmanaged.passUnretained(self).toOpaque())
 
         let portLists = [
             (SPA_DIRECTION_INPUT, "input", configuration.positions, inputPorts),
@@ -108,7 +108,7 @@ final class FilterTransport: NodeTransport {
 
     /// One graph cycle: the ports' buffers for the clock's duration, then the processor.
     /// Real-time safe.
-    private func process(position: UnsafeMutablePointer<spa_io_position>?) {
+    func process(position: UnsafeMutablePointer<spa_io_position>?) {
         let startNanos = monotonicNanos()
         guard let position else { return }
         let clock = position.pointee.clock
@@ -127,35 +127,17 @@ final class FilterTransport: NodeTransport {
             startNanos: startNanos)
     }
 
-    // MARK: - Filter events (C callbacks; `data` is the unretained transport)
+    // MARK: - Filter events (from PipeWireCallbacks, main loop)
 
-    private static func transport(_ data: UnsafeMutableRawPointer) -> FilterTransport {
-        Unmanaged<FilterTransport>.fromOpaque(data).takeUnretainedValue()
+    func filterDestroyed() {
+        spa_hook_remove(listener)
+        filter = nil
     }
 
-    private static let events: UnsafeMutablePointer<pw_filter_events> = {
-        var events = pw_filter_events()
-        events.version = UInt32(PW_VERSION_FILTER_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            let transport = FilterTransport.transport(data)
-            spa_hook_remove(transport.listener)
-            transport.filter = nil
-        }
-        events.state_changed = { data, _, state, error in
-            guard let data, state == PW_FILTER_STATE_ERROR else { return }
-            // The connection's end is handled by the owner's CoreListener; errors are logged here.
-            PipeWireLog.error("\(FilterTransport.transport(data).nodeName): filter error: \(error.map { String(cString: $0) } ?? "unknown")")
-        }
-        events.param_changed = { data, portData, id, param in
-            guard let data, portData == nil, id == SPA_PARAM_Props.rawValue, let param else { return }
-            FilterTransport.transport(data).onProps(param)
-        }
-        events.process = { data, position in
-            guard let data else { return }
-            // SAFETY: the transport outlives the filter (destroy() destroys the filter first).
-            Unmanaged<FilterTransport>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.process(position: position) }
-        }
-        return persistentEventTable(events)
-    }()
+    /// The connection's end is handled by the owner's CoreListener; errors are logged here.
+    func filterFailed(error: UnsafePointer<CChar>?) {
+        PipeWireLog.error("\(nodeName): filter error: \(error.map { String(cString: $0) } ?? "unknown")")
+    }
+
+    func propsChanged(_ param: UnsafePointer<spa_pod>) { onProps(param) }
 }

@@ -95,7 +95,7 @@ public final class ConvolverModuleInstance {
             moduleListener.deallocate()
             throw .engine("\(error)")
         }
-        pw_impl_module_add_listener(module, moduleListener, Self.moduleEvents, Unmanaged.passUnretained(self).toOpaque())
+        pw_impl_module_add_listener(module, moduleListener, PipeWireCallbacks.moduleEvents, Unmanaged.passUnretained(self).toOpaque())
         let moduleProperties = makeProperties([
             (PW_KEY_MODULE_AUTHOR, "swift-convolver"),
             (PW_KEY_MODULE_DESCRIPTION, "Zero-latency partitioned convolver filter node"),
@@ -116,20 +116,11 @@ public final class ConvolverModuleInstance {
         core = nil
     }
 
-    private func moduleDestroyed() {
+    /// The module's `destroy` event (PipeWireCallbacks).
+    func moduleDestroyed() {
         spa_hook_remove(moduleListener)
         teardown()
         moduleListener.deallocate()
         Unmanaged.passUnretained(self).release()  // balances load()'s passRetained
     }
-
-    private static let moduleEvents: UnsafeMutablePointer<pw_impl_module_events> = {
-        var events = pw_impl_module_events()
-        events.version = UInt32(PW_VERSION_IMPL_MODULE_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            Unmanaged<ConvolverModuleInstance>.fromOpaque(data).takeUnretainedValue().moduleDestroyed()
-        }
-        return persistentEventTable(events)
-    }()
 }

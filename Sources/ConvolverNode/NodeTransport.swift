@@ -29,11 +29,3 @@ func audioNodeProperties(name: String, description: String, positions: [String])
         ("audio.channels", "\(positions.count)"), ("audio.position", positions.joined(separator: ",")),
     ]
 }
-
-/// An event table at a fixed heap address for the life of the process: PipeWire keeps the
-/// pointer given to `pw_*_add_listener`. Setup only.
-func persistentEventTable<Events>(_ events: Events) -> UnsafeMutablePointer<Events> {
-    let pointer = UnsafeMutablePointer<Events>.allocate(capacity: 1)
-    pointer.initialize(to: events)
-    return pointer
-}

@@ -30,12 +30,8 @@ public final class PipeWireMainLoop {
         }
         self.mainLoop = mainLoop
         loop = pw_main_loop_get_loop(mainLoop)!
-        let quit: spa_source_signal_func_t = { data, _ in
-            guard let data else { return }
-            pw_main_loop_quit(OpaquePointer(data))
-        }
         for signal in [SIGINT, SIGTERM] {
-            if let source = cpw_loop_add_signal(loop, signal, quit, UnsafeMutableRawPointer(mainLoop)) {
+            if let source = cpw_loop_add_signal(loop, signal, PipeWireCallbacks.quitSignal, UnsafeMutableRawPointer(mainLoop)) {
                 signalSources.append(source)
             }
         }
@@ -78,12 +74,7 @@ public final class LoopTimer {
     ) {
         self.loop = loop
         self.action = action
-        source = cpw_loop_add_timer(
-            loop,
-            { data, _ in
-                guard let data else { return }
-                Unmanaged<LoopTimer>.fromOpaque(data).takeUnretainedValue().action?()
-            }, Unmanaged.passUnretained(self).toOpaque())
+        source = cpw_loop_add_timer(loop, PipeWireCallbacks.loopTimer, Unmanaged.passUnretained(self).toOpaque())
         // A zero value disarms a timerfd: the first expiry is at least 1 ns away.
         var first = Self.timespec(max(seconds, 1e-9))
         if let interval {
@@ -93,6 +84,9 @@ public final class LoopTimer {
             _ = cpw_loop_update_timer(loop, source, &first, nil, false)
         }
     }
+
+    /// Its source's expiry (PipeWireCallbacks).
+    func fire() { action?() }
 
     /// Stops it for good and lets go of its action (idempotent).
     public func cancel() {

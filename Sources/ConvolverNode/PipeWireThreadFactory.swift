@@ -25,14 +25,7 @@ public final class PipeWireThreadFactory: ThreadFactory, @unchecked Sendable {
 
     public func createThread(name: String, body: @escaping @Sendable () -> Void) throws(ThreadError) -> SpawnedThread {
         let box = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-        let thread = spa_thread_utils_create(
-            utils, nil,
-            { argument in
-                // SAFETY: `argument` is the retained ThreadBody passed below; released here, once.
-                let body = Unmanaged<ThreadBody>.fromOpaque(argument!).takeRetainedValue()
-                body.run()
-                return nil
-            }, box)
+        let thread = spa_thread_utils_create(utils, nil, PipeWireCallbacks.threadStart, box)
         guard let thread else {
             Unmanaged<ThreadBody>.fromOpaque(box).release()
             throw .createFailed(name: name, errno: errno)

@@ -104,8 +104,8 @@ final class SinkTransport: NodeTransport {
         }
         self.playback = playback
         let userData = Unmanaged.passUnretained(self).toOpaque()
-        pw_stream_add_listener(capture, captureListener, Self.captureEvents, userData)
-        pw_stream_add_listener(playback, playbackListener, Self.playbackEvents, userData)
+        pw_stream_add_listener(capture, captureListener, PipeWireCallbacks.captureStreamEvents, userData)
+        pw_stream_add_listener(playback, playbackListener, PipeWireCallbacks.playbackStreamEvents, userData)
     }
 
     deinit {
@@ -241,7 +241,7 @@ final class SinkTransport: NodeTransport {
 
     /// Capture stream's cycle: its buffer is ready; run the playback side now, in this cycle.
     /// Real-time safe: pw_stream_trigger_process runs the playback process inline on this thread.
-    private func captureProcess() {
+    func captureProcess() {
         guard streamsUsable.load(ordering: .sequentiallyConsistent), let capture, let playback else { return }
         if pw_stream_trigger_process(playback) < 0 {
             // The playback side is not ready (not linked yet): recycle the input.
@@ -252,7 +252,7 @@ final class SinkTransport: NodeTransport {
     /// Playback stream's cycle: newest capture buffer in, convolver, own buffer out. A missing
     /// input is silence (the reverb tail still rings out); a missing output buffer means nothing
     /// is sent this cycle. Real-time safe: no allocation, no locks, no logging.
-    private func playbackProcess() {
+    func playbackProcess() {
         let startNanos = monotonicNanos()
         guard streamsUsable.load(ordering: .sequentiallyConsistent), let capture, let playback else { return }
 
@@ -329,10 +329,25 @@ final class SinkTransport: NodeTransport {
         }
     }
 
-    // MARK: - Main loop
+    // MARK: - Stream events (from PipeWireCallbacks, main loop)
 
-    private func captureParamChanged(_ id: UInt32, _ param: UnsafePointer<spa_pod>?) {
-        guard let param else { return }
+    func captureDestroyed() {
+        spa_hook_remove(captureListener)
+        capture = nil
+    }
+
+    func playbackDestroyed() {
+        spa_hook_remove(playbackListener)
+        playback = nil
+    }
+
+    func streamFailed(playback: Bool, error: UnsafePointer<CChar>?) {
+        let stream = playback ? playbackNodeName : nodeName
+        PipeWireLog.error("\(stream): stream error: \(error.map { String(cString: $0) } ?? "unknown")")
+    }
+
+    /// Props set on the sink; the capture stream's negotiated format, whose rate its buffers have.
+    func captureParamChanged(_ id: UInt32, _ param: UnsafePointer<spa_pod>) {
         if id == SPA_PARAM_Props.rawValue {
             onProps(param)
         } else if id == SPA_PARAM_Format.rawValue {
@@ -343,67 +358,7 @@ final class SinkTransport: NodeTransport {
         }
     }
 
-    private func stateChanged(_ stream: String, _ state: pw_stream_state, _ error: UnsafePointer<CChar>?) {
-        if state == PW_STREAM_STATE_ERROR {
-            PipeWireLog.error("\(stream): stream error: \(error.map { String(cString: $0) } ?? "unknown")")
-        }
+    func positionChanged(_ area: UnsafeMutableRawPointer?) {
+        position.store(area, ordering: .releasing)
     }
-
-    // MARK: - Stream events (C callbacks; `data` is the unretained transport)
-
-    private static func transport(_ data: UnsafeMutableRawPointer) -> SinkTransport {
-        Unmanaged<SinkTransport>.fromOpaque(data).takeUnretainedValue()
-    }
-
-    private static let captureEvents: UnsafeMutablePointer<pw_stream_events> = {
-        var events = pw_stream_events()
-        events.version = UInt32(PW_VERSION_STREAM_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            let transport = SinkTransport.transport(data)
-            spa_hook_remove(transport.captureListener)
-            transport.capture = nil
-        }
-        events.state_changed = { data, _, state, error in
-            guard let data else { return }
-            let transport = SinkTransport.transport(data)
-            transport.stateChanged(transport.nodeName, state, error)
-        }
-        events.param_changed = { data, id, param in
-            guard let data else { return }
-            SinkTransport.transport(data).captureParamChanged(id, param)
-        }
-        events.process = { data in
-            guard let data else { return }
-            // SAFETY: the transport outlives its streams (destroy() destroys them first).
-            Unmanaged<SinkTransport>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.captureProcess() }
-        }
-        return persistentEventTable(events)
-    }()
-
-    private static let playbackEvents: UnsafeMutablePointer<pw_stream_events> = {
-        var events = pw_stream_events()
-        events.version = UInt32(PW_VERSION_STREAM_EVENTS)
-        events.destroy = { data in
-            guard let data else { return }
-            let transport = SinkTransport.transport(data)
-            spa_hook_remove(transport.playbackListener)
-            transport.playback = nil
-        }
-        events.state_changed = { data, _, state, error in
-            guard let data else { return }
-            let transport = SinkTransport.transport(data)
-            transport.stateChanged(transport.playbackNodeName, state, error)
-        }
-        events.io_changed = { data, id, area, _ in
-            guard let data, id == SPA_IO_Position.rawValue else { return }
-            SinkTransport.transport(data).position.store(area, ordering: .releasing)
-        }
-        events.process = { data in
-            guard let data else { return }
-            // SAFETY: as for the capture stream.
-            Unmanaged<SinkTransport>.fromOpaque(data)._withUnsafeGuaranteedRef { $0.playbackProcess() }
-        }
-        return persistentEventTable(events)
-    }()
 }

@@ -36,13 +36,10 @@ public final class ProfilerClient {
     private let registry: OpaquePointer
     private var profiler: OpaquePointer?
 
-    // PipeWire keeps pointers to hooks and event tables: they live at fixed heap addresses until deinit.
+    // PipeWire keeps pointers to the hooks: they live at fixed heap addresses until deinit.
     private let registryHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private let registryProxyHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private let profilerHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let registryEvents = UnsafeMutablePointer<pw_registry_events>.allocate(capacity: 1)
-    private let proxyEvents = UnsafeMutablePointer<pw_proxy_events>.allocate(capacity: 1)
-    private let profilerEvents = UnsafeMutablePointer<pw_profiler_events>.allocate(capacity: 1)
 
     /// The cycles since the caller last emptied it, and since the start.
     public var interval = GraphStatistics()
@@ -78,38 +75,10 @@ public final class ProfilerClient {
         registryHook.initialize(to: spa_hook())
         registryProxyHook.initialize(to: spa_hook())
         profilerHook.initialize(to: spa_hook())
-        registryEvents.initialize(to: pw_registry_events())
-        registryEvents.pointee.version = UInt32(PW_VERSION_REGISTRY_EVENTS)
-        registryEvents.pointee.global = { data, id, _, type, _, props in
-            guard let data, let type else { return }
-            ProfilerClient.from(data).registryGlobal(id: id, type: String(cString: type), props: props)
-        }
-        registryEvents.pointee.global_remove = { data, id in
-            guard let data else { return }
-            let client = ProfilerClient.from(data)
-            client.interval.removeNode(id: id)
-            client.total.removeNode(id: id)
-        }
-        proxyEvents.initialize(to: pw_proxy_events())
-        proxyEvents.pointee.version = UInt32(PW_VERSION_PROXY_EVENTS)
-        proxyEvents.pointee.done = { data, sequence in
-            guard let data else { return }
-            let client = ProfilerClient.from(data)
-            if sequence == client.syncSequence {
-                client.registryDone = true
-                client.onChange()
-            }
-        }
-        profilerEvents.initialize(to: pw_profiler_events())
-        profilerEvents.pointee.version = UInt32(PW_VERSION_PROFILER_EVENTS)
-        profilerEvents.pointee.profile = { data, pod in
-            guard let data, let pod else { return }
-            ProfilerClient.from(data).profile(pod)
-        }
         // pw_registry_add_listener is a macro over the proxy's object listener: call that directly.
         let registryProxy = registry  // a pw_registry is a pw_proxy
-        pw_proxy_add_object_listener(registryProxy, registryHook, UnsafeRawPointer(registryEvents), userData)
-        pw_proxy_add_listener(registryProxy, registryProxyHook, proxyEvents, userData)
+        pw_proxy_add_object_listener(registryProxy, registryHook, UnsafeRawPointer(PipeWireCallbacks.registryEvents), userData)
+        pw_proxy_add_listener(registryProxy, registryProxyHook, PipeWireCallbacks.registryProxyEvents, userData)
         // The reply to this sync arrives after every existing global was announced.
         syncSequence = pw_proxy_sync(registryProxy, 0)
         coreListener = CoreListener(core: core) { [unowned self] reason in
@@ -132,9 +101,6 @@ public final class ProfilerClient {
         }
         pw_context_destroy(context)  // after a lost connection: also the core and its proxies
         for hook in [registryHook, registryProxyHook, profilerHook] { hook.deallocate() }
-        registryEvents.deallocate()
-        proxyEvents.deallocate()
-        profilerEvents.deallocate()
     }
 
     /// Runs `mainLoop` until the registry was enumerated, then: returns if the daemon has a
@@ -151,11 +117,9 @@ public final class ProfilerClient {
         throw .cannotConnect(runtimeDirectory: SystemFiles.environment("XDG_RUNTIME_DIR") ?? "(unset)")
     }
 
-    private static func from(_ data: UnsafeMutableRawPointer) -> ProfilerClient {
-        Unmanaged<ProfilerClient>.fromOpaque(data).takeUnretainedValue()
-    }
+    // MARK: - Events (from PipeWireCallbacks)
 
-    private func registryGlobal(id: UInt32, type: String, props: UnsafePointer<spa_dict>?) {
+    func registryGlobal(id: UInt32, type: String, props: UnsafePointer<spa_dict>?) {
         if type == "PipeWire:Interface:Node" {
             var name = "\(id)"
             for key: String in [PW_KEY_NODE_NAME, PW_KEY_NODE_DESCRIPTION, PW_KEY_APP_NAME] {
@@ -167,12 +131,24 @@ public final class ProfilerClient {
             guard let proxy = pw_registry_bind(registry, id, type, profilerVersion, 0) else { return }
             profiler = OpaquePointer(proxy)
             pw_proxy_add_object_listener(
-                profiler, profilerHook, UnsafeRawPointer(profilerEvents),
+                profiler, profilerHook, UnsafeRawPointer(PipeWireCallbacks.profilerEvents),
                 Unmanaged.passUnretained(self).toOpaque())
         }
     }
 
-    private func profile(_ pod: UnsafePointer<spa_pod>) {
+    func registryGlobalRemoved(id: UInt32) {
+        interval.removeNode(id: id)
+        total.removeNode(id: id)
+    }
+
+    /// The reply to the first sync: every global that existed was announced.
+    func registrySynced(sequence: Int32) {
+        guard sequence == syncSequence else { return }
+        registryDone = true
+        onChange()
+    }
+
+    func profile(_ pod: UnsafePointer<spa_pod>) {
         do {
             for cycle in try decodeProfile(pod) {
                 interval.add(cycle)
