@@ -54,7 +54,7 @@ deb: man
 	scripts/make-deb.sh $(BUILD_DIR) $(MAN_DIR) $(VERSION) $(DIST_DIR)
 
 format:
-	swift-format format -i -r --configuration .swift-format Sources Tests Package.swift
+	swift-format format -i -r --configuration .swift-format Sources Plugins Tests Package.swift
 
 # The node tests start their own private PipeWire; scripts/run-tests.sh ends whatever they leave behind.
 # `make test` runs every test on the system's PipeWire, then the live tests on PipeWire 1.4.2 and

@@ -52,7 +52,12 @@ let package = Package(
             swiftSettings: realtimeSwiftSettings,
             // nodelete: PipeWire dlcloses modules on unload; a half-unloaded Swift runtime
             // crashes later (docs/facts.md).
-            linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])],
+            plugins: ["ModuleUsage"]),
+
+        // Build time: the module's `module.usage` text from the options list of its manual (ModuleEntry.swift).
+        .executableTarget(name: "module-usage", path: "Plugins/ModuleUsageTool"),
+        .plugin(name: "ModuleUsage", capability: .buildTool(), dependencies: ["module-usage"]),
 
         // Tests. AllocationCounter interposes malloc & co. and pthread_mutex_lock in the test process.
         .target(name: "AllocationCounter", path: "Tests/AllocationCounter"),

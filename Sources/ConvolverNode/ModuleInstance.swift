@@ -9,15 +9,6 @@ import Glibc
 /// we connected. If the core goes away first, its `destroy` clears our pointer and schedules the
 /// module's destruction.
 public final class ConvolverModuleInstance {
-    public static let usage = """
-        node.name=<name> node.description=<text> audio.channels=<n> audio.position=[ FL FR ] \
-        filename=<path|builtin:NAME> gain=<linear> mix=<0..1> delay=<samples> offset=<samples> \
-        length=<samples> resample.quality=<0..14> impulses=[ { input output filename channel gain } ] \
-        workgroup={ threads=<auto|n> rt.prio=<n> } partition={ max=<samples> } \
-        crossfade=<seconds|"50ms"> crossfade.shape=<equal-power|linear> \
-        mode=<filter|sink> target.object=<node name or serial> output.position=[ FL FR ]
-        """
-
     /// PW_TYPE_INTERFACE_Core (a macro Swift does not import).
     private static let coreInterfaceType = "PipeWire:Interface:Core"
 
@@ -28,8 +19,9 @@ public final class ConvolverModuleInstance {
     private let moduleListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private var coreListener: CoreListener?
 
-    /// `pipewire__module_init`: 0, or a negative errno after logging why.
-    public static func load(module: OpaquePointer?, arguments: UnsafePointer<CChar>?) -> Int32 {
+    /// `pipewire__module_init`: 0, or a negative errno after logging why. `usage` is the module's
+    /// `module.usage` text.
+    public static func load(module: OpaquePointer?, arguments: UnsafePointer<CChar>?, usage: String) -> Int32 {
         guard let module else { return -EINVAL }
         let text = arguments.map { String(cString: $0) } ?? ""
         let configuration: NodeConfiguration
@@ -42,7 +34,7 @@ public final class ConvolverModuleInstance {
             return ConvolverNodeError.configuration(error).negativeErrno
         }
         do {
-            let instance = try ConvolverModuleInstance(module: module, configuration: configuration)
+            let instance = try ConvolverModuleInstance(module: module, configuration: configuration, usage: usage)
             // Retained until the module's destroy event.
             _ = Unmanaged.passRetained(instance)
             return 0
@@ -52,7 +44,7 @@ public final class ConvolverModuleInstance {
         }
     }
 
-    private init(module: OpaquePointer, configuration: NodeConfiguration) throws(ConvolverNodeError) {
+    private init(module: OpaquePointer, configuration: NodeConfiguration, usage: String) throws(ConvolverNodeError) {
         self.module = module
         moduleListener.initialize(to: spa_hook())
         let context = pw_impl_module_get_context(module)
@@ -99,7 +91,7 @@ public final class ConvolverModuleInstance {
         let moduleProperties = makeProperties([
             (PW_KEY_MODULE_AUTHOR, "swift-convolver"),
             (PW_KEY_MODULE_DESCRIPTION, "Zero-latency partitioned convolver filter node"),
-            (PW_KEY_MODULE_USAGE, Self.usage), (PW_KEY_MODULE_VERSION, "0.1"),
+            (PW_KEY_MODULE_USAGE, usage), (PW_KEY_MODULE_VERSION, "0.1"),
         ])
         _ = pw_impl_module_update_properties(module, &moduleProperties.pointee.dict)
         pw_properties_free(moduleProperties)

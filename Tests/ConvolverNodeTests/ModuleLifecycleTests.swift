@@ -2,6 +2,8 @@ import CPipeWire
 import Foundation
 import XCTest
 
+@testable import ConvolverNode
+
 /// Loading, unloading and refusing to load: in the daemon, in a `pipewire -c` client, and
 /// 10 load/unload cycles in one process while audio runs.
 final class ModuleLifecycleTests: XCTestCase {
@@ -38,6 +40,7 @@ final class ModuleLifecycleTests: XCTestCase {
 
         let modules = try daemon.moduleIDs(named: Self.moduleName)
         XCTAssertEqual(modules.count, 1, "only the good instance stays loaded")
+        try checkUsage(try XCTUnwrap(daemon.moduleProperties(named: Self.moduleName)["module.usage"] as? String))
         let module = try XCTUnwrap(modules.first)
         let (status, output) = try daemon.run(["pw-cli", "destroy", "\(module)"])
         XCTAssertEqual(status, 0, output)
@@ -51,6 +54,54 @@ final class ModuleLifecycleTests: XCTestCase {
             XCTAssertTrue(waitUntil(timeout: 10) { (try? daemon.nodeProperties("conv-daemon")) == nil }, "node gone with its module")
         }
         XCTAssertTrue(daemon.answers(), "daemon alive after unload; log:\n\(daemon.log(tail: 40))")
+    }
+
+    /// `module.usage`, generated from the manual's options list at build time, names every key
+    /// the parser knows (its string literals that it takes as keys, at the top level or inside
+    /// `workgroup`, `partition` and `sofa`), and every option it names is one the parser knows.
+    private func checkUsage(_ usage: String) throws {
+        XCTAssertTrue(usage.hasPrefix("( node.name=<name> ) "), usage)
+        func known(_ key: String, inside parent: String? = nil) -> Bool {
+            let member = parent.map { "\($0) = { \(key) = 1 }" } ?? "\(key) = 1"
+            guard let (_, warnings) = try? NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" \(member) }") else {
+                return true  // a value error: the key is known
+            }
+            let name = parent.map { "\($0).\(key)" } ?? key
+            return !warnings.contains { $0.contains("'\(name)'") }
+        }
+        // Every option the usage names: `( key=<value> )`, a `*` standing for any name.
+        let options = usage.components(separatedBy: "( ").dropFirst().map {
+            String($0.prefix { $0 != "=" }).replacingOccurrences(of: "*", with: "anything")
+        }
+        XCTAssertGreaterThan(options.count, 30, usage)
+        for option in options { XCTAssertTrue(known(option), "module.usage names '\(option)', which the parser does not know") }
+
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/ConvolverNode")
+        var literals = Set<String>()
+        for file in ["NodeConfiguration+Parsing.swift", "NodeConfiguration.swift"] {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            let pattern = try NSRegularExpression(pattern: #""([a-z][a-z0-9._-]*)""#)
+            for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
+                literals.insert(String(text[Range(match.range(at: 1), in: text)!]))
+            }
+        }
+        var checked = 0
+        for literal in literals.sorted() {
+            if known(literal) {
+                checked += 1
+                let prefix = literal.prefix { $0 != "." }
+                XCTAssertTrue(
+                    usage.contains("( \(literal)=") || usage.contains("( \(prefix).*="),
+                    "the parser knows '\(literal)', module.usage does not name it")
+            }
+            for parent in ["workgroup", "partition", "sofa"] where known(literal, inside: parent) {
+                checked += 1
+                XCTAssertTrue(
+                    usage.contains("( \(parent)={") && usage.contains(" \(literal)=<"),
+                    "the parser knows '\(parent).\(literal)', module.usage does not name it")
+            }
+        }
+        XCTAssertGreaterThan(checked, 30, "keys found in the parser's source")
     }
 
     /// In a `pipewire -c` client: wrong args make the process fail with the error in its log;

@@ -328,6 +328,15 @@ final class PrivatePipeWire {
         }
     }
 
+    /// The properties of the first module named `name` (empty if none).
+    func moduleProperties(named name: String) throws -> [String: Any] {
+        let module = try dump().first { object in
+            (object["type"] as? String) == "PipeWire:Interface:Module"
+                && ((object["info"] as? [String: Any])?["name"] as? String) == name
+        }
+        return (module?["info"] as? [String: Any])?["props"] as? [String: Any] ?? [:]
+    }
+
     func waitForPorts(ofNode name: String, count: Int, timeout: TimeInterval = 20) throws {
         var last: [String] = []
         guard
