@@ -20,7 +20,7 @@ final class TopCommandTests: XCTestCase {
         // The daemon is started directly (not through scripts/private-pipewire.sh, whose background
         // daemon kept Foundation's Process from seeing the script exit).
         let log = runtimeDirectory.appendingPathComponent("pipewire.log")
-        FileManager.default.createFile(atPath: log.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: PipeWireInstallation.tool("pipewire"))
         daemon.arguments = ["-c", packageRoot.appendingPathComponent("pipewire-conf/headless-daemon.conf").path]
@@ -229,8 +229,8 @@ final class TopCommandTests: XCTestCase {
     {
         let outputFile = runtimeDirectory.appendingPathComponent("out-\(UUID().uuidString)")
         let errorFile = runtimeDirectory.appendingPathComponent("err-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        FileManager.default.createFile(atPath: errorFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: errorFile.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: outputFile); try? FileManager.default.removeItem(at: errorFile) }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
