@@ -285,7 +285,7 @@ public final class ConvolverNode {
             configuration.crossfadeSeconds = crossfade
             realtime.setCrossfade(seconds: crossfade, equalPower: configuration.crossfadeEqualPower)
         }
-        realtime.setControls(controls)
+        realtime.outputMix.setTargets(controls)
         configuration.gain = controls.gain
         configuration.mix = controls.mix
         configuration.bypass = controls.bypass

@@ -244,6 +244,6 @@ extension NodeConfiguration {
 
     /// Output = wet · engine output + dry · the input of the same index (`gain`, `mix`, `bypass`).
     public var wetAndDryAmounts: (wet: Float, dry: Float) {
-        RealtimeProcessor.targetAmounts(gain: Float(gain), mix: Float(mix), bypass: bypass)
+        OutputMix.targetAmounts(gain: Float(gain), mix: Float(mix), bypass: bypass)
     }
 }

@@ -65,16 +65,8 @@ final class RealtimeProcessor {
     let swaps = Atomic<Int>(0)
     let crossfades = Atomic<Int>(0)
 
-    /// Control targets as Float bit patterns (Atomic has no Float).
-    private let gainBits: Atomic<UInt32>
-    private let mixBits: Atomic<UInt32>
-    private let bypassFlag: Atomic<Bool>
-    private let widthBits: Atomic<UInt32>
-    /// Smoothed amounts of the convolved (wet) and input (dry) signal, and the wet's stereo width,
-    /// data thread only.
-    private var wetAmount: Float
-    private var dryAmount: Float
-    private var widthAmount: Float
+    /// Gain, mix, bypass and width, live.
+    let outputMix: OutputMix
 
     /// The graph rate the data thread saw last, when it differs from the engine's.
     let mismatchedRate = Atomic<Int>(0)
@@ -125,14 +117,7 @@ final class RealtimeProcessor {
         inputBuffers.initialize(repeating: nil, count: inputCount)
         outputBuffers = .allocate(capacity: outputCount)
         outputBuffers.initialize(repeating: nil, count: outputCount)
-        gainBits = Atomic(Float(controls.gain).bitPattern)
-        mixBits = Atomic(Float(controls.mix).bitPattern)
-        bypassFlag = Atomic(controls.bypass)
-        widthBits = Atomic(Float(controls.width).bitPattern)
-        widthAmount = Float(controls.width)
-        (wetAmount, dryAmount) = Self.targetAmounts(
-            gain: Float(controls.gain), mix: Float(controls.mix),
-            bypass: controls.bypass)
+        outputMix = OutputMix(controls)
     }
 
     deinit {
@@ -176,20 +161,6 @@ final class RealtimeProcessor {
     func setCrossfade(seconds: Double, equalPower: Bool) {
         crossfadeSecondsBits.store(seconds.bitPattern, ordering: .relaxed)
         crossfadeEqualPower.store(equalPower, ordering: .relaxed)
-    }
-
-    /// Main loop: new control targets; the data thread glides to them.
-    func setControls(_ controls: LiveControls) {
-        gainBits.store(Float(controls.gain).bitPattern, ordering: .relaxed)
-        mixBits.store(Float(controls.mix).bitPattern, ordering: .relaxed)
-        bypassFlag.store(controls.bypass, ordering: .relaxed)
-        widthBits.store(Float(controls.width).bitPattern, ordering: .relaxed)
-    }
-
-    /// Bypass passes the input through; otherwise output = gain·mix·wet + (1 − mix)·dry.
-    @inline(__always)
-    static func targetAmounts(gain: Float, mix: Float, bypass: Bool) -> (wet: Float, dry: Float) {
-        bypass ? (0, 1) : (gain * mix, 1 - mix)
     }
 
     /// One graph cycle on the buffers already in `inputBuffers` / `outputBuffers` (`frameCount`
@@ -254,7 +225,9 @@ final class RealtimeProcessor {
                         into: engineOutputs, frameCount: frameCount, startNanos: startNanos,
                         waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
                 }
-                mixDryWet(from: engineOutputs, frameCount: frameCount, coefficient: slot.smoothingCoefficient)
+                outputMix.mix(
+                    engineOutputs, inputs: callInputs, inputCount: inputCount, into: outputBuffers, outputCount: outputCount,
+                    frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
             for channel in 0..<outputCount { outputBuffers[channel]?.update(repeating: 0, count: frameCount) }
@@ -359,57 +332,6 @@ final class RealtimeProcessor {
         guard let wakeLoop, let wakeSource else { return }
         if !mainLoopWoken.exchange(true, ordering: .acquiringAndReleasing) {
             _ = cpw_loop_signal_event(wakeLoop, wakeSource)
-        }
-    }
-
-    /// Port output = wet·(engine output in `engineOutputs`, its stereo width set) + dry·input, the amounts gliding per
-    /// sample to their targets (one-pole, ~5 ms) so control changes never click. `engineOutputs`
-    /// may be the port buffers themselves. Real-time safe.
-    private func mixDryWet(from engineOutputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, coefficient: Float) {
-        let (wetTarget, dryTarget) = Self.targetAmounts(
-            gain: Float(bitPattern: gainBits.load(ordering: .relaxed)),
-            mix: Float(bitPattern: mixBits.load(ordering: .relaxed)),
-            bypass: bypassFlag.load(ordering: .relaxed))
-        let widthTarget = Float(bitPattern: widthBits.load(ordering: .relaxed))
-        if outputCount == 2, widthAmount != 1 || widthTarget != 1, let left = engineOutputs[0], let right = engineOutputs[1] {
-            widthAmount = StereoWidth.apply(
-                left: left, right: right, frameCount: frameCount, width: widthAmount,
-                target: widthTarget, coefficient: coefficient)
-        }
-        let steady = wetAmount == wetTarget && dryAmount == dryTarget
-        for channel in 0..<outputCount {
-            guard let output = outputBuffers[channel], let engineOutput = engineOutputs[channel] else { continue }
-            // Dry signal: the input of the same index (none for outputs beyond the inputs).
-            let input = channel < inputCount ? callInputs[channel] : nil
-            if steady {
-                if wetAmount == 1 && dryAmount == 0 {
-                    if engineOutput != output { output.update(from: engineOutput, count: frameCount) }
-                } else if let input {
-                    for frame in 0..<frameCount { output[frame] = wetAmount * engineOutput[frame] + dryAmount * input[frame] }
-                } else {
-                    for frame in 0..<frameCount { output[frame] = wetAmount * engineOutput[frame] }
-                }
-            } else {
-                // Each channel replays the same glide from the same start values.
-                var wet = wetAmount, dry = dryAmount
-                for frame in 0..<frameCount {
-                    wet += (wetTarget - wet) * coefficient
-                    dry += (dryTarget - dry) * coefficient
-                    output[frame] = wet * engineOutput[frame] + dry * (input?[frame] ?? 0)
-                }
-            }
-        }
-        if !steady {
-            let wetBefore = wetAmount, dryBefore = dryAmount
-            for _ in 0..<frameCount {
-                wetAmount += (wetTarget - wetAmount) * coefficient
-                dryAmount += (dryTarget - dryAmount) * coefficient
-            }
-            // Land exactly on the target once inaudibly close, so the steady path takes over. In
-            // Float the glide stalls where (target − amount)·coefficient rounds away (a few 1e-6
-            // from the target, above any fixed threshold): a whole call without change also lands.
-            if abs(wetAmount - wetTarget) < 1e-6 || (frameCount > 0 && wetAmount == wetBefore) { wetAmount = wetTarget }
-            if abs(dryAmount - dryTarget) < 1e-6 || (frameCount > 0 && dryAmount == dryBefore) { dryAmount = dryTarget }
         }
     }
 }
