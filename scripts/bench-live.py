@@ -19,6 +19,8 @@ output was right.
 The machine is shared: a system's CPU in one case moves by up to 40 % from one run to the next,
 and both systems' with it. With --rounds N each case runs N times, the two systems alternating
 (first one, then the other first), and the ratios are given per round, with their median.
+Our node is measured once it runs an engine planned for the case's quantum (`pw-convolver run`
+plans for 256 and re-plans at its first cycle of another quantum, a one-off build and crossfade).
 With a 0.001 s IR among the cases, each system's CPU there is its floor (a client process woken
 every cycle: on a small virtual machine most of what either system costs), and the CPU above it,
 the convolution's own, is compared too.
@@ -231,6 +233,8 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         for channel in ("FL", "FR"):
             graph.run("pw-link", f"play-{tag}:output_{channel}", f"rec-{tag}:input_{channel}")
             graph.run("pw-link", f"play-{tag}:output_{channel}", inputs + channel)
+        if system == "swift-convolver":
+            settle_on_quantum(graph, name, quantum)
         cpu_start, wall_start = process_cpu_seconds(node.pid), time.monotonic()
         threads_start = thread_cpu_seconds(node.pid)
         top = subprocess.Popen([executable, "top", "--batch"], env=graph.env, stdout=subprocess.PIPE,
@@ -295,6 +299,21 @@ def own_record_difference(calls_path, ir_path):
 def recorder_busy(result):
     row = result.get("recorder_busy")
     return f"{row['busy_p99']:.1f}/{row['busy_max']:.1f}" if row else "-"
+
+
+def settle_on_quantum(graph, name, quantum):
+    """Waits until our node runs an engine planned for the case's quantum. `pw-convolver run` plans
+    for quantum 256 (a client cannot know the graph's before its first cycle) and re-plans when it
+    sees another: the build and the crossfade are a one-off of a few hundred ms of CPU, which in a
+    20 s run at quantum 1024 would add a quarter or more to the floor. Both systems are measured
+    in their steady state."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if str(node_statistics(graph, name).get("plan-quantum")) == str(quantum):
+            time.sleep(1.0)  # the crossfade (50 ms), then the old engine retired and freed
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{name} did not re-plan for quantum {quantum} within 60 s")
 
 
 def node_statistics(graph, name):

@@ -14,7 +14,8 @@ final class ProcessStatistics {
     /// it started with the cycle; it started too late (the nodes before it or the machine delayed it).
     let lateCyclesStartedLate = Atomic<Int>(0)
     /// Late cycles the node's own work made late: its CPU time plus its waits for helper results
-    /// took more than the period (a call the machine stalled midway, preempted, is not one).
+    /// took more than the period (a call preempted midway is not one; a stall of the virtual
+    /// machine that the guest charges as CPU time is, and nothing here can tell: docs/facts.md).
     let lateCyclesOwn = Atomic<Int>(0)
     /// Cycles the graph's clock moved past between two calls of the node: a machine stall delayed
     /// the graph or the node. In stalls reproduced and traced here the node's input mostly stayed
