@@ -22,8 +22,11 @@ func readLines(_ path: String) -> [String] {
     return lines
 }
 
+/// Without leading and trailing blanks and line ends.
 func trimmed<S: StringProtocol>(_ text: S) -> String {
-    String(text.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" || $0 == "\n" }.reversed())
+    let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" }
+    guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) }) else { return "" }
+    return String(text[first...last])
 }
 
 let arguments = CommandLine.arguments

@@ -201,7 +201,10 @@ final class RealtimeProcessor {
             activeEngine = next
         }
 
-        let periodNanos = Double(frameCount) * 1e9 / Double(max(graphRate, 1))
+        let rate = Double(max(graphRate, 1))
+        let periodNanos = Double(frameCount) * 1e9 / rate
+        // Helpers' results may be awaited until 75% of this call's period has passed.
+        let waitLimitNanos = startNanos &+ UInt64(periodNanos * Self.waitFraction)
         if let activeEngine {
             // SAFETY: the slot stays retained until the main loop releases it after this thread
             // retired it (EngineExchange).
@@ -214,16 +217,13 @@ final class RealtimeProcessor {
                     observedQuantum.store(frameCount, ordering: .relaxed)
                     if frameCount != slot.plannedBlockSize { wakeMainLoop() }
                 }
-                // Helpers' results may be awaited until 75% of this call's period has passed.
-                slot.scheduler.beginCycle(
-                    startNanos: startNanos, waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction),
-                    sampleRate: Double(max(graphRate, 1)))
+                slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: rate)
                 let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
                 slot.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(engineOutputs), frameCount: frameCount)
                 if fadingEngine != nil {
                     crossfade(
-                        into: engineOutputs, frameCount: frameCount, startNanos: startNanos,
-                        waitLimitNanos: startNanos &+ UInt64(periodNanos * Self.waitFraction), sampleRate: Double(max(graphRate, 1)))
+                        into: engineOutputs, frameCount: frameCount, startNanos: startNanos, waitLimitNanos: waitLimitNanos,
+                        sampleRate: rate)
                 }
                 outputMix.mix(
                     engineOutputs, inputs: callInputs, inputCount: inputCount, into: outputBuffers, outputCount: outputCount,
