@@ -302,11 +302,8 @@ def recorder_busy(result):
 
 
 def settle_on_quantum(graph, name, quantum):
-    """Waits until our node runs an engine planned for the case's quantum. `pw-convolver run` plans
-    for quantum 256 (a client cannot know the graph's before its first cycle) and re-plans when it
-    sees another: the build and the crossfade are a one-off of a few hundred ms of CPU, which in a
-    20 s run at quantum 1024 would add a quarter or more to the floor. Both systems are measured
-    in their steady state."""
+    """Waits until our node runs an engine planned for the case's quantum (see the module's
+    docstring): its one-off re-plan would add a quarter or more to a 20 s floor at quantum 1024."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if str(node_statistics(graph, name).get("plan-quantum")) == str(quantum):
