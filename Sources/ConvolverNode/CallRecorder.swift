@@ -1,5 +1,6 @@
 // Test seam: the node's own input and output, call by call, as the data thread saw them.
 import Glibc
+import Workgroup
 
 /// When the module key `test.record-calls` names a file (read at setup), the data thread
 /// copies every call's input and output port buffers into memory allocated here (up to two
@@ -9,16 +10,23 @@ import Glibc
 /// bench-live) can then hold the output to the exact convolution of the node's own input, whatever
 /// the graph did around it (stalls, missed or repeated cycles, cycles its recording lost). Never
 /// set outside tests and benchmarks. Channels are in the node's order (position i = channel i),
-/// whatever ports the buffers came from.
+/// whatever ports the buffers came from. Beside it, `<file>.times`: each call's frames and when it
+/// began and finished writing its output buffers (three UInt64, CLOCK_MONOTONIC ns), which the
+/// graph judge holds against when the recorder read them (Tests/SyncRecorder).
 final class CallRecorder {
     static let capacityFrames = 120 * 48000
+    /// Calls of 16 frames or more (PipeWire's smallest quantum).
+    static let capacityCalls = capacityFrames / 16
 
     private let path: String
     private let inputCount: Int
     private let channels: Int
     private let samples: UnsafeMutablePointer<Float>
-    /// Frames recorded: the data thread's until the node is destroyed (then `write` reads it).
+    /// Per call: frames, start and end of its writes (ns).
+    private let callTimes: UnsafeMutablePointer<UInt64>
+    /// Frames and calls recorded: the data thread's until the node is destroyed (then `write` reads them).
     private var recordedFrames = 0
+    private var recordedCalls = 0
 
     init(path: String, inputCount: Int, outputCount: Int) {
         self.path = path
@@ -26,9 +34,14 @@ final class CallRecorder {
         channels = inputCount + outputCount
         samples = .allocate(capacity: Self.capacityFrames * channels)
         samples.initialize(repeating: 0, count: Self.capacityFrames * channels)
+        callTimes = .allocate(capacity: 3 * Self.capacityCalls)
+        callTimes.initialize(repeating: 0, count: 3 * Self.capacityCalls)
     }
 
-    deinit { samples.deallocate() }
+    deinit {
+        samples.deallocate()
+        callTimes.deallocate()
+    }
 
     /// Real-time safe: copies the call's input into the preallocated memory (a missing buffer is
     /// silence), at the start of the call. Nothing when the memory is full.
@@ -36,14 +49,21 @@ final class CallRecorder {
         copy(channels: 0..<inputCount, frameCount: frameCount, missing: 0) { inputs[$0] }
     }
 
-    /// Real-time safe: copies the call's output (a missing buffer is NaN) and counts the call.
-    func recordOutputs(_ outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int) {
-        guard
+    /// Real-time safe: copies the call's output (a missing buffer is NaN) and counts the call,
+    /// which began writing its outputs at `startNanos` and has finished now.
+    func recordOutputs(_ outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int, startNanos: UInt64) {
+        let endNanos = monotonicNanos()
+        guard recordedCalls < Self.capacityCalls,
             copy(
                 channels: inputCount..<channels, frameCount: frameCount, missing: .nan,
                 { UnsafePointer(outputs[$0 - inputCount]) })
         else { return }
+        let times = callTimes + 3 * recordedCalls
+        times[0] = UInt64(frameCount)
+        times[1] = startNanos
+        times[2] = endNanos
         recordedFrames += frameCount
+        recordedCalls += 1
     }
 
     @discardableResult
@@ -62,8 +82,13 @@ final class CallRecorder {
 
     /// Main loop, once the data thread is gone: writes the file.
     func write() {
-        guard let file = fopen(path, "wb") else { return }
-        fwrite(samples, MemoryLayout<Float>.size * channels, recordedFrames, file)
-        fclose(file)
+        if let file = fopen(path, "wb") {
+            fwrite(samples, MemoryLayout<Float>.size * channels, recordedFrames, file)
+            fclose(file)
+        }
+        if let file = fopen(path + ".times", "wb") {
+            fwrite(callTimes, 3 * MemoryLayout<UInt64>.size, recordedCalls, file)
+            fclose(file)
+        }
     }
 }

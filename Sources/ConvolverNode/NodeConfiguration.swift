@@ -198,6 +198,9 @@ public enum TestFault: String, Sendable, Equatable, CaseIterable {
     case swapOutputs = "swap-outputs"
     /// The output comes one sample late.
     case delayOneSample = "delay-one-sample"
+    /// Every 64th call changes its first output sample after its record is taken, as a helper
+    /// writing into the graph's buffer after the call would.
+    case alterAfterRecord = "alter-after-record"
 }
 
 /// A configuration mistake, naming the key (or `args` for syntax errors).

@@ -95,6 +95,8 @@ final class RealtimeProcessor {
     private var testAllocationSink: [Float] = []
     /// `delay-one-sample`: each output's last sample of the previous call.
     private let testDelayCarry: UnsafeMutablePointer<Float>
+    /// `alter-after-record`: calls so far.
+    private var testFaultCalls = 0
 
     init(
         inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
@@ -239,7 +241,8 @@ final class RealtimeProcessor {
         case .delayOneSample: delayOutputsOneSample(frameCount: frameCount)
         default: break
         }
-        callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount)
+        callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount, startNanos: startNanos)
+        if testFault == .alterAfterRecord { alterFirstSampleEvery64thCall() }
 
         let endNanos = monotonicNanos()
         statistics.record(
@@ -256,6 +259,13 @@ final class RealtimeProcessor {
             output[0] = testDelayCarry[channel]
             testDelayCarry[channel] = last
         }
+    }
+
+    /// `alter-after-record`: every 64th call adds 0.25 to each output's first sample.
+    private func alterFirstSampleEvery64thCall() {
+        testFaultCalls += 1
+        guard testFaultCalls % 64 == 0 else { return }
+        for channel in 0..<outputCount { outputBuffers[channel]?[0] += 0.25 }
     }
 
     /// This call's waits for helper results, of the engine in use and the one fading out.

@@ -4,7 +4,8 @@ import XCTest
 /// The live judges (LiveJudges) catch deliberately broken nodes (`test.fault`), so that they cannot
 /// rot into judges that always pass: a node whose longest tail level drops one block and one whose
 /// output comes one sample late fail `RecordJudge`; one whose output ports carry each other's
-/// channel fails `GraphJudge` (its record, in the node's channel order, is right).
+/// channel, and one that changes a sample of its output after its record is taken, fail
+/// `GraphJudge` (their records, in the node's channel order, are right).
 final class JudgeTests: XCTestCase {
     private var daemon: PrivatePipeWire!
 
@@ -75,5 +76,20 @@ final class JudgeTests: XCTestCase {
         XCTAssertEqual(outputs.count, 2)
         XCTAssertTrue(outputs.allSatisfy { $0.unmatchedFrames > 1000 }, "the graph judge must see the swap")
         XCTAssertEqual(outputs.map(\.matchesChannel), [3, 2], "output_FL carries the node's FR output and the other way round")
+    }
+
+    /// One sample in every 64th call, changed after the call has recorded it: the recorder reads
+    /// it after the call has ended, so no stall excuses it (not read while written).
+    func testOutputChangedAfterItsRecordFailsTheGraphJudge() throws {
+        let (dsp, graph) = try playThroughBrokenNode(fault: "alter-after-record", impulseFrames: 4800, seconds: 2)
+        let outputs = Array((graph.channels ?? []).suffix(2))
+        print(
+            "alter-after-record: record wrong frames \(wrongFrames(dsp)); recorded outputs unmatched "
+                + "\(outputs.map(\.unmatchedFrames)), read while written \(outputs.map(\.readWhileWrittenFrames)), "
+                + "first \(outputs.map { $0.unmatchedDetail.first?.description ?? "-" })")
+        XCTAssertEqual(wrongFrames(dsp), [0, 0], "the record is taken before the change: right")
+        XCTAssertEqual(outputs.count, 2)
+        // 3.5 s of calls at quantum 256 change 10 samples per output.
+        XCTAssertTrue(outputs.allSatisfy { $0.unmatchedFrames >= 5 }, "the graph judge must see the changed samples")
     }
 }

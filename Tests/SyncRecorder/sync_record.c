@@ -1,6 +1,9 @@
 // The live tests' recorder: a pw_filter with one DSP input port per channel (`input_<POS>`) that
 // copies every cycle's buffers into memory and writes them, as raw interleaved float32 frames,
-// when it gets SIGINT or SIGTERM.
+// when it gets SIGINT or SIGTERM; and beside them (FILE.times) when each cycle's copy began and
+// ended (CLOCK_MONOTONIC), so that the graph judge can tell a cycle read while its producer was
+// still writing the buffer (after a cycle PipeWire did not finish, it starts the next one anyway,
+// and a late node then writes beside its consumer) from a node that wrote something wrong.
 //
 // Why not pw-record: since PipeWire 1.1.81 a stream without PW_STREAM_FLAG_RT_PROCESS (pw-cat
 // sets none) runs asynchronously, reading its inputs a cycle late, so it records a sync node's
@@ -16,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <pipewire/filter.h>
 #include <pipewire/pipewire.h>
@@ -31,7 +35,17 @@ struct recorder {
 	float *frames;
 	size_t capacity;   /* frames */
 	size_t recorded;   /* frames, written by the data thread until the filter is destroyed */
+	struct cycle_time { uint64_t frames, start_ns, end_ns; } *times;
+	size_t cycles;     /* entries of `times`, same owner as `recorded` */
+	size_t max_cycles;
 };
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t) now.tv_sec * 1000000000u + (uint64_t) now.tv_nsec;
+}
 
 static void on_process(void *data, struct spa_io_position *position)
 {
@@ -39,14 +53,16 @@ static void on_process(void *data, struct spa_io_position *position)
 	if (position == NULL)
 		return;
 	uint32_t count = (uint32_t) position->clock.duration;
-	if (recorder->recorded + count > recorder->capacity)
+	if (recorder->recorded + count > recorder->capacity || recorder->cycles == recorder->max_cycles)
 		return;
+	uint64_t start_ns = monotonic_ns();
 	float *out = recorder->frames + recorder->recorded * recorder->channels;
 	for (unsigned channel = 0; channel < recorder->channels; channel++) {
 		const float *in = pw_filter_get_dsp_buffer(recorder->ports[channel], count);
 		for (uint32_t frame = 0; frame < count; frame++)
 			out[frame * recorder->channels + channel] = in ? in[frame] : 0.0f;
 	}
+	recorder->times[recorder->cycles++] = (struct cycle_time) { count, start_ns, monotonic_ns() };
 	recorder->recorded += count;
 }
 
@@ -76,7 +92,9 @@ int main(int argc, char *argv[])
 	int latency = argc > 5 ? atoi(argv[5]) : 0;
 	recorder.capacity = (size_t) (seconds * 48000);
 	recorder.frames = calloc(recorder.capacity * recorder.channels, sizeof(float));
-	if (recorder.channels == 0 || recorder.frames == NULL) {
+	recorder.max_cycles = recorder.capacity / 16 + 1;   /* quanta are 16 frames or more */
+	recorder.times = calloc(recorder.max_cycles, sizeof(*recorder.times));
+	if (recorder.channels == 0 || recorder.frames == NULL || recorder.times == NULL) {
 		fprintf(stderr, "sync_record: no channels, or no memory for %g s\n", seconds);
 		return 1;
 	}
@@ -120,9 +138,18 @@ int main(int argc, char *argv[])
 	}
 	fwrite(recorder.frames, sizeof(float) * recorder.channels, recorder.recorded, file);
 	fclose(file);
+	char times_path[4096];
+	snprintf(times_path, sizeof(times_path), "%s.times", argv[3]);
+	if ((file = fopen(times_path, "wb")) == NULL) {
+		fprintf(stderr, "sync_record: %s: %s\n", times_path, strerror(errno));
+		return 1;
+	}
+	fwrite(recorder.times, sizeof(*recorder.times), recorder.cycles, file);
+	fclose(file);
 	pw_main_loop_destroy(recorder.loop);
 	pw_deinit();
 	free(recorder.frames);
+	free(recorder.times);
 	free(positions);
 	return 0;
 }

@@ -10,14 +10,21 @@ located in the record's channel of the same index, run by run: a run is a stretc
 frames that equals the record (to the bit) at one offset; a whole cycle the recorder lost, or got
 twice, starts a new run at another offset (a jump, counted). Silent frames (|x| < SILENT) carry
 no information and are skipped. A loud recorded frame found nowhere in its channel is unmatched:
-not the node's output on that port (a wrong channel, a wrong or half-written buffer).
+not the node's output on that port (a wrong channel, a wrong or half-written buffer), unless
+the recorder read it while the node was writing it: after a cycle PipeWire did not finish in
+time, it starts the next one anyway, and a node still late then runs beside its consumer, which
+may copy a buffer the node is rewriting. The recorder keeps when each cycle's copy began and
+ended (RECORDING.times), the node when each call wrote its outputs (CALLS.times); an unmatched
+frame whose cycle was copied while a call was writing is counted as readWhileWritten, not as
+unmatched. (Outside such a stall the recorder runs only after the node's call has ended.)
 
 Zero added latency through the graph: at every recorded frame where both are located, an output
 channel's record frame equals the inputs' (the recorder got the node's output of the very cycle
 whose input it got beside it). Frames where they differ are misaligned.
 
 Prints one JSON object: channels (per recorded channel: loudFrames, matchedFrames,
-unmatchedFrames, firstUnmatched, jumps [[frame, by], ...] (at most 20), matchesChannel: for a
+unmatchedFrames, firstUnmatched, unmatchedDetail (the first few: frame, value, the recorder's
+copy and the nearest call, ns), readWhileWrittenFrames, jumps [[frame, by], ...] (at most 20), matchesChannel: for a
 channel mostly unmatched, the record channel it does match, or null), alignedFrames, misaligned
 (frames), offsets (the output-minus-input offsets seen, with their frame counts).
 """
@@ -108,6 +115,52 @@ def locate(recorded, reference, preferred_offsets=None, unmatched_limit=UNMATCHE
     return located, loud_frames, unmatched, jumps
 
 
+def read_times(path):
+    """(frames, start, end) rows of a .times file (three uint64 per cycle or call), or None."""
+    try:
+        return np.fromfile(path, dtype=np.uint64).reshape(-1, 3).astype(np.int64)
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+class WriteOverlap:
+    """Which recorded frames the recorder copied while one of the node's calls was writing."""
+
+    def __init__(self, recorder_times, call_times):
+        self.recorder = recorder_times
+        self.calls = call_times
+        if recorder_times is not None:
+            self.cycle_ends = np.cumsum(recorder_times[:, 0])
+
+    def cycle(self, frame):
+        return int(np.searchsorted(self.cycle_ends, frame, "right"))
+
+    def overlapping_call(self, frame):
+        """The index of a call that wrote while `frame`'s cycle was copied, or None."""
+        if self.recorder is None or self.calls is None:
+            return None
+        cycle = self.cycle(frame)
+        if cycle >= len(self.recorder):
+            return None
+        _, start, end = self.recorder[cycle]
+        first = int(np.searchsorted(self.calls[:, 2], start, "right"))  # first call ending after the copy began
+        if first < len(self.calls) and self.calls[first, 1] < end:
+            return first
+        return None
+
+    def detail(self, frame, value):
+        entry = {"frame": int(frame), "value": float(value)}
+        if self.recorder is not None:
+            cycle = self.cycle(frame)
+            if cycle < len(self.recorder):
+                entry["cycle"] = cycle
+                entry["copy"] = [int(self.recorder[cycle, 1]), int(self.recorder[cycle, 2])]
+                if self.calls is not None:
+                    near = int(np.clip(np.searchsorted(self.calls[:, 1], self.recorder[cycle, 1]), 1, len(self.calls) - 1))
+                    entry["calls"] = [[int(t) for t in self.calls[i, 1:]] for i in (near - 1, near)]
+        return entry
+
+
 def main():
     spec = json.load(open(sys.argv[1]))
     inputs, outputs = spec["inputs"], spec["outputs"]
@@ -122,6 +175,7 @@ def main():
     if recording.shape[1] != len(mapping):
         print(json.dumps({"error": f"the recording has {recording.shape[1]} channels, expected {len(mapping)}"}))
         return
+    overlap = WriteOverlap(read_times(spec["recording"] + ".times"), read_times(spec["calls"] + ".times"))
     channels = []
     input_places = np.full(len(recording), -1, dtype=np.int64)
     for channel, source in enumerate(mapping):
@@ -132,10 +186,17 @@ def main():
                                                  UNMATCHED_LIMIT if source >= inputs else None)
         if source < inputs:
             input_places = np.where(input_places >= 0, input_places, located)
+        found_nowhere = len(unmatched)
+        read_while_written = []
+        if source >= inputs:  # the node writes only its outputs
+            read_while_written = [f for f in unmatched if overlap.overlapping_call(f) is not None]
+            unmatched = [f for f in unmatched if overlap.overlapping_call(f) is None]
         entry = {"loudFrames": int(len(loud)), "matchedFrames": int(np.count_nonzero(located >= 0)),
                  "unmatchedFrames": len(unmatched), "firstUnmatched": unmatched[0] if unmatched else None,
+                 "unmatchedDetail": [overlap.detail(f, recording[f, channel]) for f in unmatched[:4]],
+                 "readWhileWrittenFrames": len(read_while_written),
                  "jumps": jumps[:20], "jumpCount": len(jumps), "matchesChannel": None}
-        if len(unmatched) * 2 > max(1, len(loud)) or (source >= inputs and len(unmatched) >= UNMATCHED_LIMIT):
+        if found_nowhere * 2 > max(1, len(loud)) or (source >= inputs and found_nowhere >= UNMATCHED_LIMIT):
             # Where does this channel's sound come from, then? (a swap, a wrong port)
             for other in range(inputs + outputs):
                 if other != source and Locator(record[:, other]).offsets(recording[:, channel], loud[len(loud) // 2:], None):
