@@ -1,8 +1,10 @@
-// Thin C wrappers for the PipeWire API that Swift cannot import: function-like macros and varargs.
+// Thin C wrappers for the PipeWire API that Swift cannot import: function-like macros and varargs
+// (and the one libc header, malloc.h, that Swift's Glibc module leaves out).
 // Each function is the smallest wrapper around one macro or call; no logic lives here.
 // They could go if Swift learns to import function-like macros (or PipeWire turns them into
 // static inline functions, as newer releases do for some of them).
 #pragma once
+#include <malloc.h>   // malloc_trim: Swift's Glibc module leaves malloc.h out
 #include <stdbool.h>
 #include <pipewire/pipewire.h>
 
