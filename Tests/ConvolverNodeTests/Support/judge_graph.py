@@ -155,9 +155,10 @@ class WriteOverlap:
             if cycle < len(self.recorder):
                 entry["cycle"] = cycle
                 entry["copy"] = [int(self.recorder[cycle, 1]), int(self.recorder[cycle, 2])]
-                if self.calls is not None:
-                    near = int(np.clip(np.searchsorted(self.calls[:, 1], self.recorder[cycle, 1]), 1, len(self.calls) - 1))
-                    entry["calls"] = [[int(t) for t in self.calls[i, 1:]] for i in (near - 1, near)]
+                if self.calls is not None and len(self.calls):
+                    # The call that began last before the copy, and the next one.
+                    near = int(np.searchsorted(self.calls[:, 1], self.recorder[cycle, 1]))
+                    entry["calls"] = [[int(t) for t in self.calls[i, 1:]] for i in (near - 1, near) if 0 <= i < len(self.calls)]
         return entry
 
 
