@@ -176,19 +176,14 @@ final class ConvolutionEngineTests: XCTestCase {
 
     func testFastKernelsMatchScalarReference() {
         let bins = 16 * 37
-        let expected = multiplyAddResult(bins: bins) { arrays in
-            SpectrumKernels.multiplyAddReference(
-                accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
-                xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
-                hImaginary: arrays[5], binCount: bins)
-        }
+        let expected = multiplyAddResult(bins: bins) { SpectrumKernels.multiplyAddReference(accumulator: $0, x: $1, h: $2, binCount: bins) }
         let kernels = [("multiplyAdd", SpectrumKernels.multiplyAdd), ("multiplyAddPortable", SpectrumKernels.multiplyAddPortable)]
         for (name, kernel) in kernels {
-            let result = multiplyAddResult(bins: bins) { arrays in
-                kernel(arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5], bins)
-            }
-            for n in 0..<2 * bins {
-                XCTAssertEqual(result[n], expected[n], accuracy: 1e-6, "\(name), \(n < bins ? "real" : "imaginary") \(n % bins)")
+            let result = multiplyAddResult(bins: bins) { kernel($0, $1, $2, bins) }
+            for bin in 0..<bins {
+                for (part, offset) in [("real", SplitSpectra.realOffset(ofBin: bin)), ("imaginary", SplitSpectra.imaginaryOffset(ofBin: bin))] {
+                    XCTAssertEqual(result[offset], expected[offset], accuracy: 1e-6, "\(name), \(part) \(bin)")
+                }
             }
         }
     }
@@ -197,32 +192,26 @@ final class ConvolutionEngineTests: XCTestCase {
     func testAVXKernelGivesThePortableKernelsBits() throws {
         try XCTSkipUnless(SpectrumKernels.usesAVX, "this CPU has no AVX: the engine runs the portable kernel only")
         let bins = 16 * 37
-        let portable = multiplyAddResult(bins: bins) { arrays in
-            SpectrumKernels.multiplyAddPortable(
-                accumulatorReal: arrays[0], accumulatorImaginary: arrays[1],
-                xReal: arrays[2], xImaginary: arrays[3], hReal: arrays[4],
-                hImaginary: arrays[5], binCount: bins)
-        }
-        let avx = multiplyAddResult(bins: bins) { arrays in
-            cspectrum_multiply_add_avx(arrays[0], arrays[1], arrays[2], arrays[3], arrays[4], arrays[5], bins)
-        }
+        let portable = multiplyAddResult(bins: bins) { SpectrumKernels.multiplyAddPortable(accumulator: $0, x: $1, h: $2, binCount: bins) }
+        let avx = multiplyAddResult(bins: bins) { cspectrum_multiply_add_avx($0, $1, $2, bins) }
         XCTAssertEqual(avx.map(\.bitPattern), portable.map(\.bitPattern))
     }
 
-    /// Runs `kernel` on six aligned arrays of seeded noise (accumulator real and imaginary, x, h) and
-    /// returns the accumulator: real bins, then imaginary bins.
-    private func multiplyAddResult(bins: Int, _ kernel: ([UnsafeMutablePointer<Float>]) -> Void) -> [Float] {
+    /// Runs `kernel` on three aligned spectra of seeded noise (accumulator, x, h) and returns the
+    /// accumulator as laid out (`SplitSpectra`'s 16-bin groups).
+    private func multiplyAddResult(
+        bins: Int, _ kernel: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+    ) -> [Float] {
         var generator = SeededGenerator(seed: 7)
-        let arrays = (0..<6).map { _ -> AlignedFloats in
-            let buffer = AlignedFloats(count: bins)
-            let values = [Float].noise(bins, using: &generator)
-            for n in 0..<bins { buffer.pointer[n] = values[n] }
+        let arrays = (0..<3).map { _ -> AlignedFloats in
+            let buffer = AlignedFloats(count: 2 * bins)
+            let values = [Float].noise(2 * bins, using: &generator)
+            for n in 0..<2 * bins { buffer.pointer[n] = values[n] }
             return buffer
         }
         return withExtendedLifetime(arrays) {  // Swift may free them after their last use (the pointers)
-            kernel(arrays.map(\.pointer))
-            return Array(UnsafeBufferPointer(start: arrays[0].pointer, count: bins))
-                + Array(UnsafeBufferPointer(start: arrays[1].pointer, count: bins))
+            kernel(arrays[0].pointer, arrays[1].pointer, arrays[2].pointer)
+            return Array(UnsafeBufferPointer(start: arrays[0].pointer, count: 2 * bins))
         }
     }
 

@@ -11,11 +11,13 @@ final class RealFFTTests: XCTestCase {
             let fft = RealFFT.ofSize(size)
             let signal = [Float].noise(size, using: &generator)
             let input = AlignedFloats(count: size), output = AlignedFloats(count: size)
-            let real = AlignedFloats(count: fft.binCount), imaginary = AlignedFloats(count: fft.binCount)
+            let spectra = SplitSpectra(count: 1, binCount: fft.binCount), spectrum = spectra.spectrum(0)
             let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-            withExtendedLifetime((input, output, real, imaginary, scratch)) {
+            func real(_ bin: Int) -> Float { spectrum[SplitSpectra.realOffset(ofBin: bin)] }
+            func imaginary(_ bin: Int) -> Float { spectrum[SplitSpectra.imaginaryOffset(ofBin: bin)] }
+            withExtendedLifetime((input, output, spectra, scratch)) {
                 for n in 0..<size { input.pointer[n] = signal[n] }
-                fft.forward(input.pointer, real: real.pointer, imaginary: imaginary.pointer, scratch: scratch.spectrum(0))
+                fft.forward(input.pointer, spectrum: spectrum, scratch: scratch.spectrum(0))
                 var worst = 0.0
                 for k in 0..<fft.binCount {
                     var expectedReal = 0.0, expectedImaginary = 0.0
@@ -24,19 +26,18 @@ final class RealFFTTests: XCTestCase {
                         expectedReal += Double(signal[n]) * cos(angle)
                         expectedImaginary += Double(signal[n]) * sin(angle)
                     }
-                    worst = max(worst, abs(Double(real.pointer[k]) - expectedReal), abs(Double(imaginary.pointer[k]) - expectedImaginary))
+                    worst = max(worst, abs(Double(real(k)) - expectedReal), abs(Double(imaginary(k)) - expectedImaginary))
                 }
                 XCTAssertLessThan(worst, 1e-5 * Double(size), "forward, size \(size)")
                 XCTAssertEqual(input.pointer[size - 1], signal[size - 1], "forward keeps its input")
 
-                let spectrumBefore = (0..<fft.binCount).map { (real.pointer[$0], imaginary.pointer[$0]) }
-                fft.inverse(real: real.pointer, imaginary: imaginary.pointer, output: output.pointer, scratch: scratch.spectrum(0))
+                let spectrumBefore = (0..<fft.binCount).map { (real($0), imaginary($0)) }
+                fft.inverse(spectrum: spectrum, output: output.pointer, scratch: scratch.spectrum(0))
                 let roundTrip = (0..<size).map { abs(Double(output.pointer[$0]) / Double(size) - Double(signal[$0])) }.max()!
                 XCTAssertLessThan(roundTrip, 1e-5, "inverse(forward(x)) / size, size \(size)")
                 XCTAssertTrue(
-                    (0..<fft.binCount).allSatisfy {
-                        real.pointer[$0] == spectrumBefore[$0].0 && imaginary.pointer[$0] == spectrumBefore[$0].1
-                    }, "inverse keeps the spectrum")
+                    (0..<fft.binCount).allSatisfy { real($0) == spectrumBefore[$0].0 && imaginary($0) == spectrumBefore[$0].1 },
+                    "inverse keeps the spectrum")
             }
         }
     }
@@ -45,14 +46,13 @@ final class RealFFTTests: XCTestCase {
     func testInverseReadsTheSpectrumAsARealSignals() {
         let size = 16
         let fft = RealFFT.ofSize(size)
-        let real = AlignedFloats(count: fft.binCount), imaginary = AlignedFloats(count: fft.binCount)
+        let spectra = SplitSpectra(count: 1, binCount: fft.binCount), spectrum = spectra.spectrum(0)
         let output = AlignedFloats(count: size), scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-        withExtendedLifetime((real, imaginary, output, scratch)) {
-            for k in 0..<fft.binCount { real.pointer[k] = 0; imaginary.pointer[k] = 0 }
-            real.pointer[0] = 1
-            imaginary.pointer[0] = 5
-            imaginary.pointer[size / 2] = 7
-            fft.inverse(real: real.pointer, imaginary: imaginary.pointer, output: output.pointer, scratch: scratch.spectrum(0))
+        withExtendedLifetime((spectra, output, scratch)) {
+            spectrum[SplitSpectra.realOffset(ofBin: 0)] = 1
+            spectrum[SplitSpectra.imaginaryOffset(ofBin: 0)] = 5
+            spectrum[SplitSpectra.imaginaryOffset(ofBin: size / 2)] = 7
+            fft.inverse(spectrum: spectrum, output: output.pointer, scratch: scratch.spectrum(0))
             XCTAssertEqual((0..<size).map { output.pointer[$0] }, [Float](repeating: 1, count: size))
         }
     }

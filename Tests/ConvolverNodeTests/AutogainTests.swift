@@ -34,10 +34,10 @@ final class AutogainTests: XCTestCase {
             let frequency = Double(bin) * 48000 / Double(size)
             let phase = Double.random(in: 0..<(2 * Double.pi), using: &generator)
             let amplitude = (20...20_000).contains(frequency) ? 1 / frequency.squareRoot() : 0
-            spectrum.real(0)[bin] = Float(amplitude * cos(phase))
-            spectrum.imaginary(0)[bin] = Float(amplitude * sin(phase))
+            spectrum.spectrum(0)[SplitSpectra.realOffset(ofBin: bin)] = Float(amplitude * cos(phase))
+            spectrum.spectrum(0)[SplitSpectra.imaginaryOffset(ofBin: bin)] = Float(amplitude * sin(phase))
         }
-        fft.inverse(real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: output.pointer, scratch: scratch.spectrum(0))
+        fft.inverse(spectrum: spectrum.spectrum(0), output: output.pointer, scratch: scratch.spectrum(0))
         let samples = Array(UnsafeBufferPointer(start: output.pointer, count: frames))
         let rms = (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(frames)).squareRoot()
         return samples.map { Float(Double($0) * 0.1 / rms) }

@@ -12,9 +12,9 @@
 /// Real-time safe.
 bool cspectrum_has_avx(void);
 
-/// acc += x · h over split-complex spectra, 8 bins a step, with the same operations in the same
-/// order as the Swift kernel (`SpectrumKernels.multiplyAddPortable`), so the same bits:
-/// re = (acc + xr·hr) − xi·hi, im = (acc + xr·hi) + xi·hr. Call only when `cspectrum_has_avx()`.
-/// `bin_count` a multiple of 8, every pointer 32-byte aligned. Real-time safe.
-void cspectrum_multiply_add_avx(float *acc_re, float *acc_im, const float *x_re, const float *x_im,
-                                const float *h_re, const float *h_im, ptrdiff_t bin_count);
+/// acc += x · h over spectra in 16-bin groups (16 real parts, then 16 imaginary parts: Swift's
+/// `SplitSpectra`), 8 bins a step, with the same operations in the same order as the Swift kernel
+/// (`SpectrumKernels.multiplyAddPortable`), so the same bits: re = (acc + xr·hr) − xi·hi,
+/// im = (acc + xr·hi) + xi·hr. Call only when `cspectrum_has_avx()`. `bin_count` a multiple of 16,
+/// every pointer 64-byte aligned. Real-time safe.
+void cspectrum_multiply_add_avx(float *acc, const float *x, const float *h, ptrdiff_t bin_count);

@@ -28,10 +28,11 @@ public enum Autogain {
         for entry in matrix.entries where !entry.impulse.isEmpty {
             samples.pointer.update(repeating: 0, count: size)
             entry.impulse.withUnsafeBufferPointer { samples.pointer.update(from: $0.baseAddress!, count: $0.count) }
-            fft.forward(samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0), scratch: scratch.spectrum(0))
+            fft.forward(samples.pointer, spectrum: spectrum.spectrum(0), scratch: scratch.spectrum(0))
             var weighted = 0.0
             for (bin, weight) in zip(bins, weights) {
-                let real = Double(spectrum.real(0)[bin]), imaginary = Double(spectrum.imaginary(0)[bin])
+                let real = Double(spectrum.spectrum(0)[SplitSpectra.realOffset(ofBin: bin)])
+                let imaginary = Double(spectrum.spectrum(0)[SplitSpectra.imaginaryOffset(ofBin: bin)])
                 weighted += weight * (real * real + imaginary * imaginary)
             }
             power[entry.output] += weightSum > 0 ? weighted / weightSum : 0

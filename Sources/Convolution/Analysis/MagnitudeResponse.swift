@@ -36,12 +36,12 @@ public struct MagnitudeResponse: Sendable {
         for frame in 0..<size { samples.pointer[frame] = Float(folded[frame]) }
         let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
         let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-        fft.forward(
-            samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
-            scratch: scratch.spectrum(0))
-        let real = spectrum.real(0), imaginary = spectrum.imaginary(0)
+        fft.forward(samples.pointer, spectrum: spectrum.spectrum(0), scratch: scratch.spectrum(0))
+        let bins = spectrum.spectrum(0)
         magnitudeDB = (0..<fft.binCount).map { bin in
-            let power = Double(real[bin]) * Double(real[bin]) + Double(imaginary[bin]) * Double(imaginary[bin])
+            let real = Double(bins[SplitSpectra.realOffset(ofBin: bin)])
+            let imaginary = Double(bins[SplitSpectra.imaginaryOffset(ofBin: bin)])
+            let power = real * real + imaginary * imaginary
             return Float(10 * log10(power))
         }
     }

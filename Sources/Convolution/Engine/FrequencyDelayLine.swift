@@ -27,9 +27,7 @@ struct FrequencyDelayLine {
                     for n in start..<end { window.pointer[n - start] = impulse[n] * scale }
                 }
                 let index = entry * level.segmentCount + segment
-                fft.forward(
-                    window.pointer, real: filters.real(index), imaginary: filters.imaginary(index),
-                    scratch: scratch.spectrum(0))
+                fft.forward(window.pointer, spectrum: filters.spectrum(index), scratch: scratch.spectrum(0))
             }
         }
     }
@@ -52,9 +50,8 @@ struct FrequencyDelayLine {
     /// thread runs it, the sum is the same to the bit. Real-time safe.
     @inline(__always)
     func accumulate(
-        real accumulatorReal: UnsafeMutablePointer<Float>,
-        imaginary accumulatorImaginary: UnsafeMutablePointer<Float>,
-        output: Int, segments: Range<Int>, newestSlot: Int, routing: Routing
+        into accumulator: UnsafeMutablePointer<Float>, output: Int, segments: Range<Int>, newestSlot: Int,
+        routing: Routing
     ) {
         for segment in segments {
             // Slots of blocks before the start were never written: they hold zeros.
@@ -63,9 +60,7 @@ struct FrequencyDelayLine {
                 let x = blockSpectrum(input: routing.entryInput[entry], slot: slot)
                 let h = entry * segmentCount + segment
                 SpectrumKernels.multiplyAdd(
-                    accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
-                    xReal: blocks.real(x), xImaginary: blocks.imaginary(x),
-                    hReal: filters.real(h), hImaginary: filters.imaginary(h), binCount: binCount)
+                    accumulator: accumulator, x: blocks.spectrum(x), h: filters.spectrum(h), binCount: binCount)
             }
         }
     }

@@ -83,9 +83,7 @@ final class HeadLevel {
                 (block + start).update(repeating: 0, count: count)
             }
             let x = delayLine.blockSpectrum(input: input, slot: current)
-            fft.forward(
-                block, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
-                scratch: fftScratch.spectrum(0))
+            fft.forward(block, spectrum: delayLine.blocks.spectrum(x), scratch: fftScratch.spectrum(0))
         }
         let piece = Piece(
             outputs: outputs, outputOffset: outputOffset, start: start, count: count,
@@ -96,7 +94,7 @@ final class HeadLevel {
             for output in 0..<routing.outputCount {
                 updateOlderBlocksSum(output, block: blockSerial, newestSlot: current, routing: routing)
                 transformOutput(
-                    output, newestSlot: current, olderSum: output, accumulator: accumulator, index: 0,
+                    output, newestSlot: current, olderSum: output, accumulator: accumulator.spectrum(0),
                     scratch: fftScratch.spectrum(0), into: timeBuffer.pointer, routing: routing)
                 mix(output: output, time: timeBuffer.pointer, piece)
             }
@@ -127,41 +125,34 @@ final class HeadLevel {
     @inline(__always)
     func updateOlderBlocksSum(_ output: Int, block: Int, newestSlot: Int, routing: Routing) {
         guard olderSumBlock[output] != block else { return }
-        let sumReal = olderBlocksSum.real(output), sumImaginary = olderBlocksSum.imaginary(output)
-        sumReal.update(repeating: 0, count: delayLine.binCount)
-        sumImaginary.update(repeating: 0, count: delayLine.binCount)
+        let sum = olderBlocksSum.spectrum(output)
+        sum.update(repeating: 0, count: 2 * delayLine.binCount)
         delayLine.accumulate(
-            real: sumReal, imaginary: sumImaginary, output: output,
-            segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
+            into: sum, output: output, segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
         olderSumBlock[output] = block
     }
 
     /// The piece's spectrum of `output` (the older blocks' sum, then the newest block's product)
     /// inverse-transformed into `time` (2 × blockSize). `olderSum`: the output whose
     /// `olderBlocksSum` to start from, or nil to sum the older blocks here (into the accumulator
-    /// only: the same additions in the same order, so the same bits). Uses `accumulator[index]`
-    /// and `scratch`, whoever's they are. Real-time safe.
+    /// only: the same additions in the same order, so the same bits). Uses `accumulator` (one
+    /// spectrum) and `scratch`, whoever's they are. Real-time safe.
     @inline(__always)
     func transformOutput(
-        _ output: Int, newestSlot: Int, olderSum: Int?, accumulator: SplitSpectra, index: Int,
+        _ output: Int, newestSlot: Int, olderSum: Int?, accumulator: UnsafeMutablePointer<Float>,
         scratch: UnsafeMutablePointer<Float>, into time: UnsafeMutablePointer<Float>, routing: Routing
     ) {
-        let bins = delayLine.binCount
-        let accReal = accumulator.real(index), accImaginary = accumulator.imaginary(index)
+        let floats = 2 * delayLine.binCount
         if let olderSum {
-            accReal.update(from: olderBlocksSum.real(olderSum), count: bins)
-            accImaginary.update(from: olderBlocksSum.imaginary(olderSum), count: bins)
+            accumulator.update(from: olderBlocksSum.spectrum(olderSum), count: floats)
         } else {
-            accReal.update(repeating: 0, count: bins)
-            accImaginary.update(repeating: 0, count: bins)
+            accumulator.update(repeating: 0, count: floats)
             delayLine.accumulate(
-                real: accReal, imaginary: accImaginary, output: output,
-                segments: 1..<max(1, segmentCount), newestSlot: newestSlot, routing: routing)
+                into: accumulator, output: output, segments: 1..<max(1, segmentCount), newestSlot: newestSlot,
+                routing: routing)
         }
-        delayLine.accumulate(
-            real: accReal, imaginary: accImaginary, output: output,
-            segments: 0..<1, newestSlot: newestSlot, routing: routing)
-        fft.inverse(real: accReal, imaginary: accImaginary, output: time, scratch: scratch)
+        delayLine.accumulate(into: accumulator, output: output, segments: 0..<1, newestSlot: newestSlot, routing: routing)
+        fft.inverse(spectrum: accumulator, output: time, scratch: scratch)
     }
 
     /// Output = this block's inverse FFT + the last block's overlap; at the block's end the second

@@ -87,8 +87,8 @@ final class HeadSplit {
                     // The part's helper still runs a late piece and owns the part's scratch: the data
                     // thread computes these outputs in its own (same sums, same order: same bits).
                     head.transformOutput(
-                        output, newestSlot: head.current, olderSum: nil, accumulator: head.accumulator,
-                        index: 0, scratch: head.fftScratch.spectrum(0), into: head.timeBuffer.pointer,
+                        output, newestSlot: head.current, olderSum: nil, accumulator: head.accumulator.spectrum(0),
+                        scratch: head.fftScratch.spectrum(0), into: head.timeBuffer.pointer,
                         routing: routing)
                     head.mix(output: output, time: head.timeBuffer.pointer, piece)
                 }
@@ -106,7 +106,7 @@ final class HeadSplit {
         for output in partStart[part]..<partStart[part + 1] {
             head.updateOlderBlocksSum(output, block: block, newestSlot: newestSlot, routing: routing)
             head.transformOutput(
-                output, newestSlot: newestSlot, olderSum: output, accumulator: partAccumulators, index: part,
+                output, newestSlot: newestSlot, olderSum: output, accumulator: partAccumulators.spectrum(part),
                 scratch: partFFTScratch.spectrum(part),
                 into: outputTimes.pointer + output * 2 * blockSize, routing: routing)
         }

@@ -49,11 +49,8 @@ extension TailLevel {
                 transformInput(spread.finishingUnits, block: finishing, history: history)
             } else {
                 let output = spread.finishingUnits - inputCount, sum = (finishing % 2) * outputCount + output
-                finishOutput(
-                    output, block: finishing, accumulatorReal: sums.real(sum), accumulatorImaginary: sums.imaginary(sum),
-                    routing: routing)
-                sums.real(sum).update(repeating: 0, count: sums.paddedBinCount)  // ready for job `finishing + 2`
-                sums.imaginary(sum).update(repeating: 0, count: sums.paddedBinCount)
+                finishOutput(output, block: finishing, sum: sums.spectrum(sum), routing: routing)
+                sums.spectrum(sum).update(repeating: 0, count: 2 * sums.paddedBinCount)  // ready for job `finishing + 2`
             }
             spread.finishingUnits += 1
         }
@@ -70,8 +67,8 @@ extension TailLevel {
             if segment == 1 { while finishing >= 0 && spread.finishingUnits < inputCount { finishUnit() } }  // block j's spectra
             let sum = (receiving % 2) * outputCount + output
             delayLine.accumulate(
-                real: sums.real(sum), imaginary: sums.imaginary(sum), output: output,
-                segments: segment..<segment + 1, newestSlot: receivingSlot, routing: routing)
+                into: sums.spectrum(sum), output: output, segments: segment..<segment + 1, newestSlot: receivingSlot,
+                routing: routing)
             spread.summedUnits += 1
         }
     }

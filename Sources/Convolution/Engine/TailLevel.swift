@@ -44,18 +44,16 @@ final class TailLevel {
         let slot = delayLine.slot(ofBlock: block)
         for input in 0..<routing.inputCount { transformInput(input, block: block, history: history) }
         for output in 0..<routing.outputCount {
-            let accReal = accumulator.real(0), accImaginary = accumulator.imaginary(0)
-            accReal.update(repeating: 0, count: bins)
-            accImaginary.update(repeating: 0, count: bins)
+            let sum = accumulator.spectrum(0)
+            sum.update(repeating: 0, count: 2 * bins)
             // Oldest segment first, the newest block's last: the order `runSpreadShare` can keep.
             var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
             while segment >= 1 {
                 delayLine.accumulate(
-                    real: accReal, imaginary: accImaginary, output: output,
-                    segments: segment..<segment + 1, newestSlot: slot, routing: routing)
+                    into: sum, output: output, segments: segment..<segment + 1, newestSlot: slot, routing: routing)
                 segment -= 1
             }
-            finishOutput(output, block: block, accumulatorReal: accReal, accumulatorImaginary: accImaginary, routing: routing)
+            finishOutput(output, block: block, sum: sum, routing: routing)
         }
     }
 
@@ -64,24 +62,16 @@ final class TailLevel {
     func transformInput(_ input: Int, block: Int, history: InputHistory) {
         history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
         let x = delayLine.blockSpectrum(input: input, slot: delayLine.slot(ofBlock: block))
-        fft.forward(
-            window.pointer, real: delayLine.blocks.real(x), imaginary: delayLine.blocks.imaginary(x),
-            scratch: fftScratch.spectrum(0))
+        fft.forward(window.pointer, spectrum: delayLine.blocks.spectrum(x), scratch: fftScratch.spectrum(0))
     }
 
-    /// Adds segment 0 (the newest block) to `output`'s accumulator, inverse-transforms it and keeps
-    /// the second half as the result of job `block`. The accumulator is left undefined.
+    /// Adds segment 0 (the newest block) to `output`'s sum of the older segments, inverse-transforms
+    /// it and keeps the second half as the result of job `block`. The sum is left undefined.
     @inline(__always)
-    func finishOutput(
-        _ output: Int, block: Int, accumulatorReal: UnsafeMutablePointer<Float>,
-        accumulatorImaginary: UnsafeMutablePointer<Float>, routing: Routing
-    ) {
+    func finishOutput(_ output: Int, block: Int, sum: UnsafeMutablePointer<Float>, routing: Routing) {
         delayLine.accumulate(
-            real: accumulatorReal, imaginary: accumulatorImaginary, output: output,
-            segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
-        fft.inverse(
-            real: accumulatorReal, imaginary: accumulatorImaginary, output: timeBuffer.pointer,
-            scratch: fftScratch.spectrum(0))
+            into: sum, output: output, segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
+        fft.inverse(spectrum: sum, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
         let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
         (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
     }

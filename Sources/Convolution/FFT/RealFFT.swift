@@ -2,7 +2,7 @@ import CFFTW
 import Glibc
 import Synchronization
 
-/// A real FFT of one size with split-complex spectra, backed by FFTW3f plans.
+/// A real FFT of one size with split-complex spectra (`SplitSpectra`'s layout), backed by FFTW3f plans.
 ///
 /// Plans are made once per size per process (FFTW's planner is not thread-safe: a lock serialises
 /// planning), with FFTW_MEASURE and wisdom cached in the user's cache directory, so only the first
@@ -53,49 +53,51 @@ public final class RealFFT: @unchecked Sendable {
         }
     }
 
-    /// Real-time safe. `input`: `size` samples (preserved). `real`/`imaginary`: `binCount` bins.
-    /// `scratch`: one spectrum of an `InterleavedSpectra` of this `binCount`, the caller's own.
+    /// Real-time safe. `input`: `size` samples (preserved). `spectrum`: `binCount` bins in
+    /// `SplitSpectra`'s layout. `scratch`: one spectrum of an `InterleavedSpectra` of this
+    /// `binCount`, the caller's own.
     @inline(__always)
     public func forward(
-        _ input: UnsafeMutablePointer<Float>, real: UnsafeMutablePointer<Float>,
-        imaginary: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
+        _ input: UnsafeMutablePointer<Float>, spectrum: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
     ) {
         fftwf_execute_dft(halfPlan, complex(input), complex(scratch))  // Z; out of place: input kept
         // X[k] = E[k] + W^k·O[k], the spectra of the even and odd samples:
         // E = (Z[k] + conj Z[h-k]) / 2, O = -i·(Z[k] - conj Z[h-k]) / 2.
         let half = size / 2, z = scratch
-        real[0] = z[0] + z[1]
-        imaginary[0] = 0
-        real[half] = z[0] - z[1]
-        imaginary[half] = 0
+        spectrum[SplitSpectra.realOffset(ofBin: 0)] = z[0] + z[1]
+        spectrum[SplitSpectra.imaginaryOffset(ofBin: 0)] = 0
+        spectrum[SplitSpectra.realOffset(ofBin: half)] = z[0] - z[1]
+        spectrum[SplitSpectra.imaginaryOffset(ofBin: half)] = 0
         for k in 1..<half {
             let aReal = z[2 * k], aImaginary = z[2 * k + 1]
             let bReal = z[2 * (half - k)], bImaginary = -z[2 * (half - k) + 1]
             let evenReal = 0.5 * (aReal + bReal), evenImaginary = 0.5 * (aImaginary + bImaginary)
             let oddReal = 0.5 * (aImaginary - bImaginary), oddImaginary = -0.5 * (aReal - bReal)
             let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
-            real[k] = evenReal + (wReal * oddReal - wImaginary * oddImaginary)
-            imaginary[k] = evenImaginary + (wReal * oddImaginary + wImaginary * oddReal)
+            let re = SplitSpectra.realOffset(ofBin: k)
+            spectrum[re] = evenReal + (wReal * oddReal - wImaginary * oddImaginary)
+            spectrum[re | 16] = evenImaginary + (wReal * oddImaginary + wImaginary * oddReal)
         }
     }
 
-    /// Real-time safe. `output`: `size` samples. `scratch` as for `forward`; the spectrum is preserved.
-    /// As FFTW's c2r, it reads the spectrum as a real signal's: the imaginary parts of bins 0 and
-    /// `size / 2` count as zero.
+    /// Real-time safe. `output`: `size` samples. `spectrum` and `scratch` as for `forward`; the
+    /// spectrum is preserved. As FFTW's c2r, it reads the spectrum as a real signal's: the imaginary
+    /// parts of bins 0 and `size / 2` count as zero.
     @inline(__always)
     public func inverse(
-        real: UnsafeMutablePointer<Float>, imaginary: UnsafeMutablePointer<Float>,
-        output: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
+        spectrum: UnsafeMutablePointer<Float>, output: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
     ) {
         // The pairs y[2m] + i·y[2m+1] are the inverse DFT of C = Fe + i·Fo, where
         // Fe = Y[k] + conj Y[h-k] and Fo = (Y[k] - conj Y[h-k])·conj W^k. The scratch gets conj C.
         let half = size / 2
         let d = scratch
-        d[0] = real[0] + real[half]
-        d[1] = -(real[0] - real[half])
+        let dcReal = spectrum[SplitSpectra.realOffset(ofBin: 0)], nyquistReal = spectrum[SplitSpectra.realOffset(ofBin: half)]
+        d[0] = dcReal + nyquistReal
+        d[1] = -(dcReal - nyquistReal)
         for k in 1..<half {
-            let yReal = real[k], yImaginary = imaginary[k]
-            let bReal = real[half - k], bImaginary = -imaginary[half - k]
+            let re = SplitSpectra.realOffset(ofBin: k), mirrored = SplitSpectra.realOffset(ofBin: half - k)
+            let yReal = spectrum[re], yImaginary = spectrum[re | 16]
+            let bReal = spectrum[mirrored], bImaginary = -spectrum[mirrored | 16]
             let sumReal = yReal + bReal, sumImaginary = yImaginary + bImaginary
             let differenceReal = yReal - bReal, differenceImaginary = yImaginary - bImaginary
             let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]

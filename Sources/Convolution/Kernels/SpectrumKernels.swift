@@ -1,7 +1,8 @@
 import CSpectrumKernels
 
-/// Complex multiply-accumulate over split-complex spectra: the inner loop of every frequency-domain
-/// delay line. `accumulator += x * h`, bin by bin.
+/// Complex multiply-accumulate over spectra in `SplitSpectra`'s layout (16-bin groups: real parts,
+/// then imaginary parts): the inner loop of every frequency-domain delay line. `accumulator += x * h`,
+/// bin by bin.
 ///
 /// Three kernels with one contract: `multiplyAdd` runs in the engine, and is the AVX kernel (C,
 /// `CSpectrumKernels`) on a CPU that has AVX, else `multiplyAddPortable` (SIMD, 16 bins a step);
@@ -15,56 +16,49 @@ public enum SpectrumKernels {
     /// (as `SplitSpectra` guarantees: its padding bins are zero, so running over them is harmless).
     @inline(__always)
     public static func multiplyAdd(
-        accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
-        xReal: UnsafePointer<Float>, xImaginary: UnsafePointer<Float>,
-        hReal: UnsafePointer<Float>, hImaginary: UnsafePointer<Float>, binCount: Int
+        accumulator: UnsafeMutablePointer<Float>, x: UnsafePointer<Float>, h: UnsafePointer<Float>, binCount: Int
     ) {
         if usesAVX {
-            cspectrum_multiply_add_avx(accumulatorReal, accumulatorImaginary, xReal, xImaginary, hReal, hImaginary, binCount)
+            cspectrum_multiply_add_avx(accumulator, x, h, binCount)
         } else {
-            multiplyAddPortable(
-                accumulatorReal: accumulatorReal, accumulatorImaginary: accumulatorImaginary,
-                xReal: xReal, xImaginary: xImaginary, hReal: hReal, hImaginary: hImaginary, binCount: binCount)
+            multiplyAddPortable(accumulator: accumulator, x: x, h: h, binCount: binCount)
         }
     }
 
     /// Any CPU (SSE2 on x86-64), same contract as `multiplyAdd`. Real-time safe.
     @inline(__always)
     public static func multiplyAddPortable(
-        accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
-        xReal: UnsafePointer<Float>, xImaginary: UnsafePointer<Float>,
-        hReal: UnsafePointer<Float>, hImaginary: UnsafePointer<Float>, binCount: Int
+        accumulator: UnsafeMutablePointer<Float>, x: UnsafePointer<Float>, h: UnsafePointer<Float>, binCount: Int
     ) {
         typealias Lanes = SIMD16<Float>
-        // SAFETY: the caller guarantees alignment and a multiple of 16 bins, so each 16-lane
-        // load/store below stays inside the arrays and is suitably aligned.
-        let accR = UnsafeMutableRawPointer(accumulatorReal), accI = UnsafeMutableRawPointer(accumulatorImaginary)
-        let xR = UnsafeRawPointer(xReal), xI = UnsafeRawPointer(xImaginary)
-        let hR = UnsafeRawPointer(hReal), hI = UnsafeRawPointer(hImaginary)
+        // SAFETY: the caller guarantees alignment and a multiple of 16 bins, so each group's two
+        // 16-lane loads/stores below (real parts, then imaginary parts) stay inside the spectra and
+        // are suitably aligned.
+        let acc = UnsafeMutableRawPointer(accumulator), xBytes = UnsafeRawPointer(x), hBytes = UnsafeRawPointer(h)
+        let lanes = MemoryLayout<Lanes>.stride
         var offset = 0
-        let end = binCount * MemoryLayout<Float>.stride
+        let end = 2 * binCount * MemoryLayout<Float>.stride
         while offset < end {
-            let a = xR.load(fromByteOffset: offset, as: Lanes.self)
-            let b = xI.load(fromByteOffset: offset, as: Lanes.self)
-            let c = hR.load(fromByteOffset: offset, as: Lanes.self)
-            let d = hI.load(fromByteOffset: offset, as: Lanes.self)
-            let re = accR.load(fromByteOffset: offset, as: Lanes.self) + a * c - b * d
-            let im = accI.load(fromByteOffset: offset, as: Lanes.self) + a * d + b * c
-            accR.storeBytes(of: re, toByteOffset: offset, as: Lanes.self)
-            accI.storeBytes(of: im, toByteOffset: offset, as: Lanes.self)
-            offset += MemoryLayout<Lanes>.stride
+            let a = xBytes.load(fromByteOffset: offset, as: Lanes.self)
+            let b = xBytes.load(fromByteOffset: offset + lanes, as: Lanes.self)
+            let c = hBytes.load(fromByteOffset: offset, as: Lanes.self)
+            let d = hBytes.load(fromByteOffset: offset + lanes, as: Lanes.self)
+            let re = acc.load(fromByteOffset: offset, as: Lanes.self) + a * c - b * d
+            let im = acc.load(fromByteOffset: offset + lanes, as: Lanes.self) + a * d + b * c
+            acc.storeBytes(of: re, toByteOffset: offset, as: Lanes.self)
+            acc.storeBytes(of: im, toByteOffset: offset + lanes, as: Lanes.self)
+            offset += 2 * lanes
         }
     }
 
-    /// The scalar reference: any `binCount`, any alignment.
+    /// The scalar reference, bin by bin through `SplitSpectra`'s offsets: any `binCount`.
     public static func multiplyAddReference(
-        accumulatorReal: UnsafeMutablePointer<Float>, accumulatorImaginary: UnsafeMutablePointer<Float>,
-        xReal: UnsafePointer<Float>, xImaginary: UnsafePointer<Float>,
-        hReal: UnsafePointer<Float>, hImaginary: UnsafePointer<Float>, binCount: Int
+        accumulator: UnsafeMutablePointer<Float>, x: UnsafePointer<Float>, h: UnsafePointer<Float>, binCount: Int
     ) {
         for k in 0..<binCount {
-            accumulatorReal[k] += xReal[k] * hReal[k] - xImaginary[k] * hImaginary[k]
-            accumulatorImaginary[k] += xReal[k] * hImaginary[k] + xImaginary[k] * hReal[k]
+            let re = SplitSpectra.realOffset(ofBin: k), im = SplitSpectra.imaginaryOffset(ofBin: k)
+            accumulator[re] += x[re] * h[re] - x[im] * h[im]
+            accumulator[im] += x[re] * h[im] + x[im] * h[re]
         }
     }
 }

@@ -69,12 +69,8 @@ public struct MachineCosts: Sendable {
             fftTimes[size] =
                 fastestOf(3) {
                     for _ in 0..<repetitions {
-                        fft.forward(
-                            samples.pointer, real: spectrum.real(0), imaginary: spectrum.imaginary(0),
-                            scratch: scratch.spectrum(0))
-                        fft.inverse(
-                            real: spectrum.real(0), imaginary: spectrum.imaginary(0), output: samples.pointer,
-                            scratch: scratch.spectrum(0))
+                        fft.forward(samples.pointer, spectrum: spectrum.spectrum(0), scratch: scratch.spectrum(0))
+                        fft.inverse(spectrum: spectrum.spectrum(0), output: samples.pointer, scratch: scratch.spectrum(0))
                         samples.pointer[0] = 0.5  // keep values bounded: inverse scales by size
                     }
                 } / Double(repetitions)
@@ -97,9 +93,8 @@ public struct MachineCosts: Sendable {
             for _ in 0..<sweeps {
                 for pair in 0..<pairs {
                     SpectrumKernels.multiplyAdd(
-                        accumulatorReal: accumulator.real(0), accumulatorImaginary: accumulator.imaginary(0),
-                        xReal: x.real(pair), xImaginary: x.imaginary(pair),
-                        hReal: h.real(pair), hImaginary: h.imaginary(pair), binCount: binsPerSpectrum)
+                        accumulator: accumulator.spectrum(0), x: x.spectrum(pair), h: h.spectrum(pair),
+                        binCount: binsPerSpectrum)
                 }
             }
         }
