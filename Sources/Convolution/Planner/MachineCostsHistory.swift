@@ -21,8 +21,9 @@ struct MachineCostsHistory {
     /// Measurements kept: enough for a steady median, few enough to follow a changed machine.
     static let kept = 9
     /// Bumped whenever the measured kernels change, so that their old costs do not move the median:
-    /// 2 = FFTW's interleaved plans, 3 = the AVX multiply-add, 4 = one half-size complex FFT plan.
-    static let kernelsVersion = 4
+    /// 2 = FFTW's interleaved plans, 3 = the AVX multiply-add, 4 = one half-size complex FFT plan,
+    /// 5 = spectra in 16-bin groups.
+    static let kernelsVersion = 5
     #if DEBUG
     var path = UserCache.path("machine-costs-debug")
     #else
