@@ -64,20 +64,42 @@ public final class RealFFT: @unchecked Sendable {
         // X[k] = E[k] + W^k·O[k], the spectra of the even and odd samples:
         // E = (Z[k] + conj Z[h-k]) / 2, O = -i·(Z[k] - conj Z[h-k]) / 2.
         let half = size / 2, z = scratch
+        if half >= 16 {
+            // 16 bins at a time (one group of the layout): the same operations on each lane.
+            // SAFETY: z holds `half + 1` complex values (the scratch's `binCount`), so the reversed
+            // run of bins half - k, k in the group, is inside it; the twiddles hold `half`, the
+            // spectrum `binCount` padded to whole groups; every aligned load is at a group's start.
+            let zBytes = UnsafeRawPointer(z)
+            for group in 0..<half / 16 {
+                let a = zBytes.load(fromByteOffset: 128 * group, as: SIMD32<Float>.self)
+                let b = zBytes.loadUnaligned(fromByteOffset: 8 * (half - 16 * group - 15), as: SIMD32<Float>.self)
+                let aReal = lanes(a, from: 0), aImaginary = lanes(a, from: 1)
+                let bReal = lanesReversed(b, from: 30), bImaginary = -lanesReversed(b, from: 31)
+                let evenReal = 0.5 * (aReal + bReal), evenImaginary = 0.5 * (aImaginary + bImaginary)
+                let oddReal = 0.5 * (aImaginary - bImaginary), oddImaginary = -0.5 * (aReal - bReal)
+                let wReal = UnsafeRawPointer(twiddleReal.pointer + 16 * group).load(as: SIMD16<Float>.self)
+                let wImaginary = UnsafeRawPointer(twiddleImaginary.pointer + 16 * group).load(as: SIMD16<Float>.self)
+                let groupStart = UnsafeMutableRawPointer(spectrum + 32 * group)
+                groupStart.storeBytes(of: evenReal + (wReal * oddReal - wImaginary * oddImaginary), as: SIMD16<Float>.self)
+                groupStart.storeBytes(
+                    of: evenImaginary + (wReal * oddImaginary + wImaginary * oddReal), toByteOffset: 64, as: SIMD16<Float>.self)
+            }
+        } else {
+            for k in 1..<half {  // the same, bin by bin, for the sizes below 32
+                let aReal = z[2 * k], aImaginary = z[2 * k + 1]
+                let bReal = z[2 * (half - k)], bImaginary = -z[2 * (half - k) + 1]
+                let evenReal = 0.5 * (aReal + bReal), evenImaginary = 0.5 * (aImaginary + bImaginary)
+                let oddReal = 0.5 * (aImaginary - bImaginary), oddImaginary = -0.5 * (aReal - bReal)
+                let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
+                spectrum[SplitSpectra.realOffset(ofBin: k)] = evenReal + (wReal * oddReal - wImaginary * oddImaginary)
+                spectrum[SplitSpectra.imaginaryOffset(ofBin: k)] = evenImaginary + (wReal * oddImaginary + wImaginary * oddReal)
+            }
+        }
+        // Bins 0 and half (the group pass wrote bin 0 from z[half], which is not Z's).
         spectrum[SplitSpectra.realOffset(ofBin: 0)] = z[0] + z[1]
         spectrum[SplitSpectra.imaginaryOffset(ofBin: 0)] = 0
         spectrum[SplitSpectra.realOffset(ofBin: half)] = z[0] - z[1]
         spectrum[SplitSpectra.imaginaryOffset(ofBin: half)] = 0
-        for k in 1..<half {
-            let aReal = z[2 * k], aImaginary = z[2 * k + 1]
-            let bReal = z[2 * (half - k)], bImaginary = -z[2 * (half - k) + 1]
-            let evenReal = 0.5 * (aReal + bReal), evenImaginary = 0.5 * (aImaginary + bImaginary)
-            let oddReal = 0.5 * (aImaginary - bImaginary), oddImaginary = -0.5 * (aReal - bReal)
-            let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
-            let re = SplitSpectra.realOffset(ofBin: k)
-            spectrum[re] = evenReal + (wReal * oddReal - wImaginary * oddImaginary)
-            spectrum[re | 16] = evenImaginary + (wReal * oddImaginary + wImaginary * oddReal)
-        }
     }
 
     /// Real-time safe. `output`: `size` samples. `spectrum` and `scratch` as for `forward`; the
@@ -91,23 +113,54 @@ public final class RealFFT: @unchecked Sendable {
         // Fe = Y[k] + conj Y[h-k] and Fo = (Y[k] - conj Y[h-k])·conj W^k. The scratch gets conj C.
         let half = size / 2
         let d = scratch
+        if half >= 16 {
+            // 16 bins at a time, as in `forward`. Bin half - k of bin k = 16·group + j is lane 0 of
+            // group `groups - group` for j = 0, and lane 16 - j of the group below that for the others.
+            // SAFETY: the spectrum holds `binCount` bins padded to whole groups (group `groups` is
+            // bin half's), the scratch `half + 1` complex values; aligned loads at groups' starts.
+            let groups = half / 16
+            for group in 0..<groups {
+                let own = UnsafeRawPointer(spectrum + 32 * group), above = spectrum + 32 * (groups - group)
+                let below = UnsafeRawPointer(above - 32)
+                let yReal = own.load(as: SIMD16<Float>.self), yImaginary = own.load(fromByteOffset: 64, as: SIMD16<Float>.self)
+                let bReal = mirrored(above[0], below.load(as: SIMD16<Float>.self))
+                let bImaginary = -mirrored(above[16], below.load(fromByteOffset: 64, as: SIMD16<Float>.self))
+                let sumReal = yReal + bReal, sumImaginary = yImaginary + bImaginary
+                let differenceReal = yReal - bReal, differenceImaginary = yImaginary - bImaginary
+                let wReal = UnsafeRawPointer(twiddleReal.pointer + 16 * group).load(as: SIMD16<Float>.self)
+                let wImaginary = UnsafeRawPointer(twiddleImaginary.pointer + 16 * group).load(as: SIMD16<Float>.self)
+                let oddReal = differenceReal * wReal + differenceImaginary * wImaginary
+                let oddImaginary = differenceImaginary * wReal - differenceReal * wImaginary
+                let pairs = interleaved(sumReal - oddImaginary, -(sumImaginary + oddReal))
+                UnsafeMutableRawPointer(d + 32 * group).storeBytes(of: pairs, as: SIMD32<Float>.self)
+            }
+        } else {
+            for k in 1..<half {  // the same, bin by bin, for the sizes below 32
+                let re = SplitSpectra.realOffset(ofBin: k), mirror = SplitSpectra.realOffset(ofBin: half - k)
+                let yReal = spectrum[re], yImaginary = spectrum[re | 16]
+                let bReal = spectrum[mirror], bImaginary = -spectrum[mirror | 16]
+                let sumReal = yReal + bReal, sumImaginary = yImaginary + bImaginary
+                let differenceReal = yReal - bReal, differenceImaginary = yImaginary - bImaginary
+                let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
+                let oddReal = differenceReal * wReal + differenceImaginary * wImaginary
+                let oddImaginary = differenceImaginary * wReal - differenceReal * wImaginary
+                d[2 * k] = sumReal - oddImaginary
+                d[2 * k + 1] = -(sumImaginary + oddReal)
+            }
+        }
+        // Bin 0, without the imaginary parts of bins 0 and half (the group pass used them).
         let dcReal = spectrum[SplitSpectra.realOffset(ofBin: 0)], nyquistReal = spectrum[SplitSpectra.realOffset(ofBin: half)]
         d[0] = dcReal + nyquistReal
         d[1] = -(dcReal - nyquistReal)
-        for k in 1..<half {
-            let re = SplitSpectra.realOffset(ofBin: k), mirrored = SplitSpectra.realOffset(ofBin: half - k)
-            let yReal = spectrum[re], yImaginary = spectrum[re | 16]
-            let bReal = spectrum[mirrored], bImaginary = -spectrum[mirrored | 16]
-            let sumReal = yReal + bReal, sumImaginary = yImaginary + bImaginary
-            let differenceReal = yReal - bReal, differenceImaginary = yImaginary - bImaginary
-            let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
-            let oddReal = differenceReal * wReal + differenceImaginary * wImaginary
-            let oddImaginary = differenceImaginary * wReal - differenceReal * wImaginary
-            d[2 * k] = sumReal - oddImaginary
-            d[2 * k + 1] = -(sumImaginary + oddReal)
-        }
         fftwf_execute_dft(halfPlan, complex(scratch), complex(output))
-        for m in 0..<half { output[2 * m + 1] = -output[2 * m + 1] }  // conj: the inverse
+        // conj: the inverse. Times ±1, exact: the odd samples negated, 16 at a time.
+        let signs = SIMD16<Float>(1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1, 1, -1)
+        let outputBytes = UnsafeMutableRawPointer(output)
+        for chunk in 0..<size / 16 {
+            let samples = outputBytes.loadUnaligned(fromByteOffset: 64 * chunk, as: SIMD16<Float>.self)
+            outputBytes.storeBytes(of: samples * signs, toByteOffset: 64 * chunk, as: SIMD16<Float>.self)
+        }
+        for m in size / 16 * 8..<half { output[2 * m + 1] = -output[2 * m + 1] }
     }
 
     // MARK: Planning (off the real-time path)
@@ -154,4 +207,39 @@ public final class RealFFT: @unchecked Sendable {
 @inline(__always)
 private func complex(_ interleaved: UnsafeMutablePointer<Float>) -> UnsafeMutablePointer<fftwf_complex> {
     UnsafeMutableRawPointer(interleaved).assumingMemoryBound(to: fftwf_complex.self)
+}
+
+// Lane shuffles, spelt out lane by lane: the compiler makes each one shuffle (SIMD32's
+// `evenHalf`/`oddHalf` accessors are not inlined).
+
+/// Lanes first, first + 2 ... first + 30 of `v`: the real (0) or imaginary (1) parts of 16 complex values.
+@inline(__always)
+private func lanes(_ v: SIMD32<Float>, from first: Int) -> SIMD16<Float> {
+    SIMD16(
+        v[first], v[first + 2], v[first + 4], v[first + 6], v[first + 8], v[first + 10], v[first + 12], v[first + 14],
+        v[first + 16], v[first + 18], v[first + 20], v[first + 22], v[first + 24], v[first + 26], v[first + 28],
+        v[first + 30])
+}
+
+/// Lanes last, last - 2 ... last - 30 of `v`: the same of 16 complex values in reverse order.
+@inline(__always)
+private func lanesReversed(_ v: SIMD32<Float>, from last: Int) -> SIMD16<Float> {
+    SIMD16(
+        v[last], v[last - 2], v[last - 4], v[last - 6], v[last - 8], v[last - 10], v[last - 12], v[last - 14],
+        v[last - 16], v[last - 18], v[last - 20], v[last - 22], v[last - 24], v[last - 26], v[last - 28],
+        v[last - 30])
+}
+
+/// `first`, then `v`'s lanes 15 down to 1: bins half - k of a group's bins k (see `inverse`).
+@inline(__always)
+private func mirrored(_ first: Float, _ v: SIMD16<Float>) -> SIMD16<Float> {
+    SIMD16(first, v[15], v[14], v[13], v[12], v[11], v[10], v[9], v[8], v[7], v[6], v[5], v[4], v[3], v[2], v[1])
+}
+
+/// a[0], b[0], a[1], b[1] ... (the `evenHalf`/`oddHalf` setters are not inlined).
+@inline(__always)
+private func interleaved(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD32<Float> {
+    SIMD32(
+        a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3], a[4], b[4], a[5], b[5], a[6], b[6], a[7], b[7],
+        a[8], b[8], a[9], b[9], a[10], b[10], a[11], b[11], a[12], b[12], a[13], b[13], a[14], b[14], a[15], b[15])
 }
