@@ -190,8 +190,9 @@ def main():
         found_nowhere = len(unmatched)
         read_while_written = []
         if source >= inputs:  # the node writes only its outputs
-            read_while_written = [f for f in unmatched if overlap.overlapping_call(f) is not None]
-            unmatched = [f for f in unmatched if overlap.overlapping_call(f) is None]
+            excused = [overlap.overlapping_call(f) is not None for f in unmatched]
+            read_while_written = [f for f, e in zip(unmatched, excused) if e]
+            unmatched = [f for f, e in zip(unmatched, excused) if not e]
         entry = {"loudFrames": int(len(loud)), "matchedFrames": int(np.count_nonzero(located >= 0)),
                  "unmatchedFrames": len(unmatched), "firstUnmatched": unmatched[0] if unmatched else None,
                  "unmatchedDetail": [overlap.detail(f, recording[f, channel]) for f in unmatched[:4]],
