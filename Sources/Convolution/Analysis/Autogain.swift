@@ -31,9 +31,7 @@ public enum Autogain {
             fft.forward(samples.pointer, spectrum: spectrum.spectrum(0), scratch: scratch.spectrum(0))
             var weighted = 0.0
             for (bin, weight) in zip(bins, weights) {
-                let real = Double(spectrum.spectrum(0)[SplitSpectra.realOffset(ofBin: bin)])
-                let imaginary = Double(spectrum.spectrum(0)[SplitSpectra.imaginaryOffset(ofBin: bin)])
-                weighted += weight * (real * real + imaginary * imaginary)
+                weighted += weight * SplitSpectra.power(ofBin: bin, in: spectrum.spectrum(0))
             }
             power[entry.output] += weightSum > 0 ? weighted / weightSum : 0
         }

@@ -37,12 +37,8 @@ public struct MagnitudeResponse: Sendable {
         let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
         let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
         fft.forward(samples.pointer, spectrum: spectrum.spectrum(0), scratch: scratch.spectrum(0))
-        let bins = spectrum.spectrum(0)
         magnitudeDB = (0..<fft.binCount).map { bin in
-            let real = Double(bins[SplitSpectra.realOffset(ofBin: bin)])
-            let imaginary = Double(bins[SplitSpectra.imaginaryOffset(ofBin: bin)])
-            let power = real * real + imaginary * imaginary
-            return Float(10 * log10(power))
+            Float(10 * log10(SplitSpectra.power(ofBin: bin, in: spectrum.spectrum(0))))
         }
     }
 

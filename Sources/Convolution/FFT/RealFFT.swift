@@ -65,7 +65,7 @@ public final class RealFFT: @unchecked Sendable {
         // E = (Z[k] + conj Z[h-k]) / 2, O = -i·(Z[k] - conj Z[h-k]) / 2.
         let half = size / 2, z = scratch
         if half >= 16 {
-            // 16 bins at a time (one group of the layout): the same operations on each lane.
+            // 16 bins at a time: one group of the layout.
             // SAFETY: z holds `half + 1` complex values (the scratch's `binCount`), so the reversed
             // run of bins half - k, k in the group, is inside it; the twiddles hold `half`, the
             // spectrum `binCount` padded to whole groups; every aligned load is at a group's start.
@@ -73,26 +73,28 @@ public final class RealFFT: @unchecked Sendable {
             for group in 0..<half / 16 {
                 let a = zBytes.load(fromByteOffset: 128 * group, as: SIMD32<Float>.self)
                 let b = zBytes.loadUnaligned(fromByteOffset: 8 * (half - 16 * group - 15), as: SIMD32<Float>.self)
-                let aReal = lanes(a, from: 0), aImaginary = lanes(a, from: 1)
-                let bReal = lanesReversed(b, from: 30), bImaginary = -lanesReversed(b, from: 31)
-                let evenReal = 0.5 * (aReal + bReal), evenImaginary = 0.5 * (aImaginary + bImaginary)
-                let oddReal = 0.5 * (aImaginary - bImaginary), oddImaginary = -0.5 * (aReal - bReal)
-                let wReal = UnsafeRawPointer(twiddleReal.pointer + 16 * group).load(as: SIMD16<Float>.self)
-                let wImaginary = UnsafeRawPointer(twiddleImaginary.pointer + 16 * group).load(as: SIMD16<Float>.self)
+                let x = forwardBins(
+                    a: (lanes(a, from: 0), lanes(a, from: 1)), b: (lanesReversed(b, from: 30), -lanesReversed(b, from: 31)),
+                    w: twiddles(from: 16 * group))
                 let groupStart = UnsafeMutableRawPointer(spectrum + 32 * group)
-                groupStart.storeBytes(of: evenReal + (wReal * oddReal - wImaginary * oddImaginary), as: SIMD16<Float>.self)
-                groupStart.storeBytes(
-                    of: evenImaginary + (wReal * oddImaginary + wImaginary * oddReal), toByteOffset: 64, as: SIMD16<Float>.self)
+                groupStart.storeBytes(of: x.real, as: SIMD16<Float>.self)
+                groupStart.storeBytes(of: x.imaginary, toByteOffset: 64, as: SIMD16<Float>.self)
             }
         } else {
-            for k in 1..<half {  // the same, bin by bin, for the sizes below 32
-                let aReal = z[2 * k], aImaginary = z[2 * k + 1]
-                let bReal = z[2 * (half - k)], bImaginary = -z[2 * (half - k) + 1]
-                let evenReal = 0.5 * (aReal + bReal), evenImaginary = 0.5 * (aImaginary + bImaginary)
-                let oddReal = 0.5 * (aImaginary - bImaginary), oddImaginary = -0.5 * (aReal - bReal)
-                let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
-                spectrum[SplitSpectra.realOffset(ofBin: k)] = evenReal + (wReal * oddReal - wImaginary * oddImaginary)
-                spectrum[SplitSpectra.imaginaryOffset(ofBin: k)] = evenImaginary + (wReal * oddImaginary + wImaginary * oddReal)
+            // Sizes below 32: the same, bin k in lane k, gathered and scattered one by one.
+            var a = SplitLanes(SIMD16(), SIMD16()), b = a, w = a
+            for k in 1..<half {
+                a.real[k] = z[2 * k]
+                a.imaginary[k] = z[2 * k + 1]
+                b.real[k] = z[2 * (half - k)]
+                b.imaginary[k] = -z[2 * (half - k) + 1]
+                w.real[k] = twiddleReal.pointer[k]
+                w.imaginary[k] = twiddleImaginary.pointer[k]
+            }
+            let x = forwardBins(a: a, b: b, w: w)
+            for k in 1..<half {
+                spectrum[SplitSpectra.realOffset(ofBin: k)] = x.real[k]
+                spectrum[SplitSpectra.imaginaryOffset(ofBin: k)] = x.imaginary[k]
             }
         }
         // Bins 0 and half (the group pass wrote bin 0 from z[half], which is not Z's).
@@ -122,30 +124,30 @@ public final class RealFFT: @unchecked Sendable {
             for group in 0..<groups {
                 let own = UnsafeRawPointer(spectrum + 32 * group), above = spectrum + 32 * (groups - group)
                 let below = UnsafeRawPointer(above - 32)
-                let yReal = own.load(as: SIMD16<Float>.self), yImaginary = own.load(fromByteOffset: 64, as: SIMD16<Float>.self)
-                let bReal = mirrored(above[0], below.load(as: SIMD16<Float>.self))
-                let bImaginary = -mirrored(above[16], below.load(fromByteOffset: 64, as: SIMD16<Float>.self))
-                let sumReal = yReal + bReal, sumImaginary = yImaginary + bImaginary
-                let differenceReal = yReal - bReal, differenceImaginary = yImaginary - bImaginary
-                let wReal = UnsafeRawPointer(twiddleReal.pointer + 16 * group).load(as: SIMD16<Float>.self)
-                let wImaginary = UnsafeRawPointer(twiddleImaginary.pointer + 16 * group).load(as: SIMD16<Float>.self)
-                let oddReal = differenceReal * wReal + differenceImaginary * wImaginary
-                let oddImaginary = differenceImaginary * wReal - differenceReal * wImaginary
-                let pairs = interleaved(sumReal - oddImaginary, -(sumImaginary + oddReal))
-                UnsafeMutableRawPointer(d + 32 * group).storeBytes(of: pairs, as: SIMD32<Float>.self)
+                let c = inverseBins(
+                    y: (own.load(as: SIMD16<Float>.self), own.load(fromByteOffset: 64, as: SIMD16<Float>.self)),
+                    b: (
+                        mirrored(above[0], below.load(as: SIMD16<Float>.self)),
+                        -mirrored(above[16], below.load(fromByteOffset: 64, as: SIMD16<Float>.self))
+                    ),
+                    w: twiddles(from: 16 * group))
+                UnsafeMutableRawPointer(d + 32 * group).storeBytes(of: interleaved(c.real, c.imaginary), as: SIMD32<Float>.self)
             }
         } else {
-            for k in 1..<half {  // the same, bin by bin, for the sizes below 32
-                let re = SplitSpectra.realOffset(ofBin: k), mirror = SplitSpectra.realOffset(ofBin: half - k)
-                let yReal = spectrum[re], yImaginary = spectrum[re | 16]
-                let bReal = spectrum[mirror], bImaginary = -spectrum[mirror | 16]
-                let sumReal = yReal + bReal, sumImaginary = yImaginary + bImaginary
-                let differenceReal = yReal - bReal, differenceImaginary = yImaginary - bImaginary
-                let wReal = twiddleReal.pointer[k], wImaginary = twiddleImaginary.pointer[k]
-                let oddReal = differenceReal * wReal + differenceImaginary * wImaginary
-                let oddImaginary = differenceImaginary * wReal - differenceReal * wImaginary
-                d[2 * k] = sumReal - oddImaginary
-                d[2 * k + 1] = -(sumImaginary + oddReal)
+            // Sizes below 32: the same, bin k in lane k, as in `forward`.
+            var y = SplitLanes(SIMD16(), SIMD16()), b = y, w = y
+            for k in 1..<half {
+                y.real[k] = spectrum[SplitSpectra.realOffset(ofBin: k)]
+                y.imaginary[k] = spectrum[SplitSpectra.imaginaryOffset(ofBin: k)]
+                b.real[k] = spectrum[SplitSpectra.realOffset(ofBin: half - k)]
+                b.imaginary[k] = -spectrum[SplitSpectra.imaginaryOffset(ofBin: half - k)]
+                w.real[k] = twiddleReal.pointer[k]
+                w.imaginary[k] = twiddleImaginary.pointer[k]
+            }
+            let c = inverseBins(y: y, b: b, w: w)
+            for k in 1..<half {
+                d[2 * k] = c.real[k]
+                d[2 * k + 1] = c.imaginary[k]
             }
         }
         // Bin 0, without the imaginary parts of bins 0 and half (the group pass used them).
@@ -161,6 +163,16 @@ public final class RealFFT: @unchecked Sendable {
             outputBytes.storeBytes(of: samples * signs, toByteOffset: 64 * chunk, as: SIMD16<Float>.self)
         }
         for m in size / 16 * 8..<half { output[2 * m + 1] = -output[2 * m + 1] }
+    }
+
+    /// W^k for the 16 bins from `first` (a multiple of 16, below `size / 2`).
+    @inline(__always)
+    private func twiddles(from first: Int) -> SplitLanes {
+        // SAFETY: the twiddles hold `size / 2` values, 64-byte aligned, and `first + 16` is at most that.
+        (
+            UnsafeRawPointer(twiddleReal.pointer + first).load(as: SIMD16<Float>.self),
+            UnsafeRawPointer(twiddleImaginary.pointer + first).load(as: SIMD16<Float>.self)
+        )
     }
 
     // MARK: Planning (off the real-time path)
@@ -242,4 +254,36 @@ private func interleaved(_ a: SIMD16<Float>, _ b: SIMD16<Float>) -> SIMD32<Float
     SIMD32(
         a[0], b[0], a[1], b[1], a[2], b[2], a[3], b[3], a[4], b[4], a[5], b[5], a[6], b[6], a[7], b[7],
         a[8], b[8], a[9], b[9], a[10], b[10], a[11], b[11], a[12], b[12], a[13], b[13], a[14], b[14], a[15], b[15])
+}
+
+/// 16 bins: their real parts, their imaginary parts.
+private typealias SplitLanes = (real: SIMD16<Float>, imaginary: SIMD16<Float>)
+
+/// `forward`'s arithmetic for 16 bins k: X[k] = E[k] + W^k·O[k], from `a` = Z[k], `b` = conj Z[h-k]
+/// and `w` = W^k, where E = (a + b) / 2 and O = -i·(a - b) / 2.
+@inline(__always)
+private func forwardBins(
+    a: SplitLanes, b: SplitLanes,
+    w: SplitLanes
+) -> SplitLanes {
+    let evenReal = 0.5 * (a.real + b.real), evenImaginary = 0.5 * (a.imaginary + b.imaginary)
+    let oddReal = 0.5 * (a.imaginary - b.imaginary), oddImaginary = -0.5 * (a.real - b.real)
+    return (
+        evenReal + (w.real * oddReal - w.imaginary * oddImaginary),
+        evenImaginary + (w.real * oddImaginary + w.imaginary * oddReal)
+    )
+}
+
+/// `inverse`'s arithmetic for 16 bins k: conj C[k], C = Fe + i·Fo with Fe = y + b and
+/// Fo = (y - b)·conj W^k, from `y` = Y[k], `b` = conj Y[h-k] and `w` = W^k.
+@inline(__always)
+private func inverseBins(
+    y: SplitLanes, b: SplitLanes,
+    w: SplitLanes
+) -> SplitLanes {
+    let sumReal = y.real + b.real, sumImaginary = y.imaginary + b.imaginary
+    let differenceReal = y.real - b.real, differenceImaginary = y.imaginary - b.imaginary
+    let oddReal = differenceReal * w.real + differenceImaginary * w.imaginary
+    let oddImaginary = differenceImaginary * w.real - differenceReal * w.imaginary
+    return (sumReal - oddImaginary, -(sumImaginary + oddReal))
 }

@@ -59,6 +59,11 @@ public final class SplitSpectra {
     @inline(__always) public static func realOffset(ofBin bin: Int) -> Int { (bin &>> 4) &<< 5 | (bin & 15) }
     /// Where bin `bin`'s imaginary part is in a spectrum.
     @inline(__always) public static func imaginaryOffset(ofBin bin: Int) -> Int { realOffset(ofBin: bin) | 16 }
+    /// |X[bin]|² of `spectrum` (laid out as here), in Double.
+    public static func power(ofBin bin: Int, in spectrum: UnsafePointer<Float>) -> Double {
+        let real = Double(spectrum[realOffset(ofBin: bin)]), imaginary = Double(spectrum[imaginaryOffset(ofBin: bin)])
+        return real * real + imaginary * imaginary
+    }
 
     func zero() { storage.zero() }
 }
