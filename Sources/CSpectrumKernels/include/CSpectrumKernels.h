@@ -18,3 +18,10 @@ bool cspectrum_has_avx(void);
 /// im = (acc + xr·hi) + xi·hr. Call only when `cspectrum_has_avx()`. `bin_count` a multiple of 16,
 /// every pointer 64-byte aligned. Real-time safe.
 void cspectrum_multiply_add_avx(float *acc, const float *x, const float *h, ptrdiff_t bin_count);
+
+/// Asks the caches for the `byte_count` bytes at `p`, to be read soon, and returns at once (a hint:
+/// no fault, no effect on results). For data another core wrote, so that its transfer overlaps
+/// other work. Real-time safe.
+static inline void cspectrum_prefetch(const void *p, ptrdiff_t byte_count) {
+    for (ptrdiff_t offset = 0; offset < byte_count; offset += 64) __builtin_prefetch((const char *)p + offset);
+}

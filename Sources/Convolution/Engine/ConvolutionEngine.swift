@@ -91,6 +91,9 @@ public final class ConvolutionEngine: LevelJobRunner {
             for channel in 0..<inputCount {
                 history.write(channel: channel, from: inputs[channel].map { $0 + done }, count: length, at: position)
             }
+            for index in spreadLevelCount..<tails.count {
+                tails[index].prefetchResult(at: position, count: length, outputCount: outputCount)
+            }
             head.process(
                 inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
                 count: length, routing: routing, scheduler: scheduler)

@@ -1,3 +1,5 @@
+import CSpectrumKernels
+
 /// Levels 1...: uniformly partitioned overlap-save over IR samples `offset ..< end`, one job per
 /// input block. Jobs of one level run one at a time, in order (the scheduler's promise), so the
 /// level's scratch buffers are its own.
@@ -96,9 +98,23 @@ final class TailLevel {
         let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
         let start = delayed - block * blockSize
         for output in 0..<outputCount {
-            guard let destination = outputs[output] else { continue }
+            guard let destination = outputs[output].map({ $0 + outputOffset }) else { continue }
             let source = resultBlock + output * blockSize + start
-            for n in 0..<count { destination[outputOffset + n] += source[n] }
+            for n in 0..<count { destination[n] += source[n] }
+        }
+    }
+
+    /// Asks the caches for the result samples `mixResult(at: position, count: count)` will read.
+    /// A helper wrote them on the other core: prefetched before the head's work, they arrive while
+    /// it runs instead of stalling the mix. Real-time safe.
+    func prefetchResult(at position: Int, count: Int, outputCount: Int) {
+        let delayed = position - offset
+        guard delayed >= 0 else { return }
+        let block = delayed / blockSize
+        let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
+        let start = delayed - block * blockSize
+        for output in 0..<outputCount {
+            cspectrum_prefetch(resultBlock + output * blockSize + start, count * MemoryLayout<Float>.size)
         }
     }
 
