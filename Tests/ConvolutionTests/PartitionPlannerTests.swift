@@ -30,11 +30,10 @@ final class PartitionPlannerTests: XCTestCase {
         XCTAssertLessThan(plan.estimatedCoreFraction * 5, uniformCost, "plan \(plan)")
     }
 
-    /// Fixed machine costs (N log N FFTs, a slower delay line out of cache), so the choice is
-    /// deterministic.
+    /// Fixed machine costs (N log N FFTs), so the choice is deterministic.
     private static let costs = MachineCosts(
         fftPairNanoseconds: Dictionary(uniqueKeysWithValues: (6...15).map { 1 << $0 }.map { ($0, 0.5 * Double($0) * log2(Double($0))) }),
-        multiplyAddNanosecondsPerBinCached: 0.4, multiplyAddNanosecondsPerBinStreaming: 0.7)
+        multiplyAddNanosecondsPerBin: 0.7)
 
     private static func problem(seconds: Double, quantum: Int, placement: LevelPlacement?) -> PartitionPlanner.Problem {
         var problem = PartitionPlanner.Problem(
@@ -89,19 +88,12 @@ final class PartitionPlannerTests: XCTestCase {
     /// CPU model: per cost, over the measurements that have it.
     func testMachineCostsAreTheMedianOfEachCost() {
         let measurements =
-            [(100.0, 2.0, 5.0), (300, 4, 9), (200, 3, 1)].map { fft, cached, streaming in
-                MachineCosts(
-                    fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBinCached: cached,
-                    multiplyAddNanosecondsPerBinStreaming: streaming)
-            } + [
-                MachineCosts(
-                    fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBinCached: 10,
-                    multiplyAddNanosecondsPerBinStreaming: 6)
-            ]
+            [(100.0, 5.0), (300, 9), (200, 1)].map { fft, multiplyAdd in
+                MachineCosts(fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBin: multiplyAdd)
+            } + [MachineCosts(fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBin: 6)]
         let median = MachineCosts.median(of: measurements)
         XCTAssertEqual(median.fftPairNanoseconds, [64: 225, 128: 700], "even count: mean of the middle two")
-        XCTAssertEqual(median.multiplyAddNanosecondsPerBinCached, 3.5)
-        XCTAssertEqual(median.multiplyAddNanosecondsPerBinStreaming, 5.5)
+        XCTAssertEqual(median.multiplyAddNanosecondsPerBin, 5.5)
         XCTAssertEqual(MachineCosts.median(of: measurements.prefix(3)).fftPairNanoseconds, [64: 200])
     }
 
@@ -115,23 +107,23 @@ final class PartitionPlannerTests: XCTestCase {
         let measurements = (1...12).map {
             MachineCosts(
                 fftPairNanoseconds: [64: Double($0), 32768: 1e5 + Double($0)],
-                multiplyAddNanosecondsPerBinCached: 0.25 * Double($0), multiplyAddNanosecondsPerBinStreaming: 1)
+                multiplyAddNanosecondsPerBin: 0.25 * Double($0))
         }
         history.save(measurements)
         let loaded = history.load()
         XCTAssertEqual(loaded.map(\.fftPairNanoseconds), measurements.suffix(MachineCostsHistory.kept).map(\.fftPairNanoseconds))
-        XCTAssertEqual(loaded.map(\.multiplyAddNanosecondsPerBinCached), (4...12).map { 0.25 * Double($0) })
+        XCTAssertEqual(loaded.map(\.multiplyAddNanosecondsPerBin), (4...12).map { 0.25 * Double($0) })
 
         XCTAssertEqual(MachineCostsHistory(path: history.path, cpu: "CPU B").load().count, 0, "costs of another CPU model")
-        let good = "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=100"
+        let good = "costs multiply-add=5 fft64=100"
         try (["cpu CPU A @ 3.0GHz", good].joined(separator: "\n")).write(toFile: history.path, atomically: true, encoding: .utf8)
         XCTAssertEqual(history.load().count, 0, "costs measured with older kernels")
         let text = [
             history.header, good,
-            "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=fast",
-            "costs multiply-add-cached=-1 multiply-add-streaming=5 fft64=100",
-            "costs multiply-add-cached=2 multiply-add-streaming=5 fft63=100",
-            "costs multiply-add-cached=2 fft64=100", "garbage", good,
+            "costs multiply-add=5 fft64=fast",
+            "costs multiply-add=-1 fft64=100",
+            "costs multiply-add=5 fft63=100",
+            "costs fft64=100", "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=100", "garbage", good,
         ].joined(separator: "\n")
         try text.write(toFile: history.path, atomically: true, encoding: .utf8)
         XCTAssertEqual(history.load().map(\.fftPairNanoseconds), [[64: 100], [64: 100]])

@@ -174,10 +174,9 @@ final class HeadLevel {
         let fftSize = 2 * blockSize
         let halfPair = costs.fftPair(fftSize) / 2
         let bins = delayLine.binCount
-        let workingSetBytes = (routing.inputCount + routing.entryCount) * segmentCount * bins * 2 * MemoryLayout<Float>.size
         let products = routing.entryCount * segmentCount
         return Double(routing.inputCount + routing.outputCount) * halfPair
-            + costs.multiplyAdd(bins: products * bins, workingSetBytes: workingSetBytes)
+            + costs.multiplyAdd(bins: products * bins)
     }
 
     func reset() {

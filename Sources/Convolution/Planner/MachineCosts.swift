@@ -1,17 +1,15 @@
 import Glibc
 
 /// What the planner needs to know about this machine, measured on it: the time of a real FFT
-/// (forward + inverse) per size, and of one complex multiply-add per bin, in and out of cache.
+/// (forward + inverse) per size, and of one complex multiply-add per bin.
 public struct MachineCosts: Sendable {
     /// Nanoseconds for one forward plus one inverse real FFT, by FFT size.
     public var fftPairNanoseconds: [Int: Double]
-    /// Nanoseconds per bin of `SpectrumKernels.multiplyAdd` with spectra that fit in cache.
-    public var multiplyAddNanosecondsPerBinCached: Double
-    /// The same, streaming spectra from memory (long frequency-domain delay lines).
-    public var multiplyAddNanosecondsPerBinStreaming: Double
-
-    /// Working sets above this stream from memory rather than cache.
-    public static let cacheBytes = 1 << 20
+    /// Nanoseconds per bin of `SpectrumKernels.multiplyAdd`, its spectra read from memory. In a live
+    /// graph other processes run between two cycles, so a level finds its spectra out of cache,
+    /// however few they are: priced at the in-cache cost (a third of this), plans took long
+    /// delay lines where levels of larger blocks cost less (docs/facts.md, "Pricing multiply-adds").
+    public var multiplyAddNanosecondsPerBin: Double
 
     public func fftPair(_ size: Int) -> Double {
         if let measured = fftPairNanoseconds[size] { return measured }
@@ -21,12 +19,7 @@ public struct MachineCosts: Sendable {
         return time * scale
     }
 
-    public func multiplyAdd(bins: Int, workingSetBytes: Int) -> Double {
-        Double(bins)
-            * (workingSetBytes > Self.cacheBytes
-                ? multiplyAddNanosecondsPerBinStreaming
-                : multiplyAddNanosecondsPerBinCached)
-    }
+    public func multiplyAdd(bins: Int) -> Double { Double(bins) * multiplyAddNanosecondsPerBin }
 
     /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
     /// then the median of that and the last measurements on this CPU model (`MachineCostsHistory`).
@@ -53,8 +46,7 @@ public struct MachineCosts: Sendable {
                 uniqueKeysWithValues: sizes.map { size in
                     (size, median(measurements.compactMap { $0.fftPairNanoseconds[size] }))
                 }),
-            multiplyAddNanosecondsPerBinCached: median(measurements.map(\.multiplyAddNanosecondsPerBinCached)),
-            multiplyAddNanosecondsPerBinStreaming: median(measurements.map(\.multiplyAddNanosecondsPerBinStreaming)))
+            multiplyAddNanosecondsPerBin: median(measurements.map(\.multiplyAddNanosecondsPerBin)))
     }
 
     public static func measure(fftSizes: [Int]) -> MachineCosts {
@@ -77,13 +69,13 @@ public struct MachineCosts: Sendable {
         }
         return MachineCosts(
             fftPairNanoseconds: fftTimes,
-            multiplyAddNanosecondsPerBinCached: multiplyAddCost(totalBins: 4096),
-            multiplyAddNanosecondsPerBinStreaming: multiplyAddCost(totalBins: 1 << 21))
+            multiplyAddNanosecondsPerBin: multiplyAddCost())
     }
 
-    /// One accumulator against many (x, h) spectrum pairs, as a delay line does.
-    private static func multiplyAddCost(totalBins: Int) -> Double {
-        let binsPerSpectrum = 1024
+    /// One accumulator against many (x, h) spectrum pairs, as a delay line does, over more spectra
+    /// than the caches hold.
+    private static func multiplyAddCost() -> Double {
+        let totalBins = 1 << 21, binsPerSpectrum = 1024
         let pairs = max(1, totalBins / binsPerSpectrum)
         let x = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
         let h = SplitSpectra(count: pairs, binCount: binsPerSpectrum)

@@ -14,16 +14,15 @@ enum UserCache {
 /// The last few machine-cost measurements on this CPU model, one line each, in a small text file
 /// (a debug build keeps its own, `machine-costs-debug`: its unoptimised kernels cost many times
 /// more and must not move a release build's median):
-/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add-cached=<ns>
-/// multiply-add-streaming=<ns> fft<size>=<ns> ...`. A file written for another CPU model or other
+/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add=<ns> fft<size>=<ns> ...`. A file written for another CPU model or other
 /// kernels counts as empty; a line that does not read back is left out (and dropped by the next save).
 struct MachineCostsHistory {
     /// Measurements kept: enough for a steady median, few enough to follow a changed machine.
     static let kept = 9
     /// Bumped whenever the measured kernels change, so that their old costs do not move the median:
     /// 2 = FFTW's interleaved plans, 3 = the AVX multiply-add, 4 = one half-size complex FFT plan,
-    /// 5 = spectra in 16-bin groups.
-    static let kernelsVersion = 5
+    /// 5 = spectra in 16-bin groups, 6 = multiply-adds measured from memory only.
+    static let kernelsVersion = 6
     #if DEBUG
     var path = UserCache.path("machine-costs-debug")
     #else
@@ -50,8 +49,7 @@ struct MachineCostsHistory {
 
     private static func line(for costs: MachineCosts) -> String {
         ([
-            "costs", "multiply-add-cached=\(costs.multiplyAddNanosecondsPerBinCached)",
-            "multiply-add-streaming=\(costs.multiplyAddNanosecondsPerBinStreaming)",
+            "costs", "multiply-add=\(costs.multiplyAddNanosecondsPerBin)",
         ]
             + costs.fftPairNanoseconds.keys.sorted().map { "fft\($0)=\(costs.fftPairNanoseconds[$0]!)" })
             .joined(separator: " ")
@@ -61,23 +59,20 @@ struct MachineCostsHistory {
         let fields = line.split(separator: " ")
         guard fields.first == "costs" else { return nil }
         var ffts: [Int: Double] = [:]
-        var cached: Double?, streaming: Double?
+        var multiplyAdd: Double?
         for field in fields.dropFirst() {
             let pair = field.split(separator: "=")
             guard pair.count == 2, let value = Double(pair[1]), value.isFinite, value > 0 else { return nil }
             switch pair[0] {
-            case "multiply-add-cached": cached = value
-            case "multiply-add-streaming": streaming = value
+            case "multiply-add": multiplyAdd = value
             case let key where key.hasPrefix("fft"):
                 guard let size = Int(key.dropFirst(3)), size >= 2, size & (size - 1) == 0 else { return nil }
                 ffts[size] = value
             default: return nil
             }
         }
-        guard !ffts.isEmpty, let cached, let streaming else { return nil }
-        return MachineCosts(
-            fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBinCached: cached,
-            multiplyAddNanosecondsPerBinStreaming: streaming)
+        guard !ffts.isEmpty, let multiplyAdd else { return nil }
+        return MachineCosts(fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBin: multiplyAdd)
     }
 
     /// The first `model name` of /proc/cpuinfo ("unknown" if none).

@@ -200,9 +200,7 @@ public enum PartitionPlanner {
         _ level: PartitionPlan.Level, segments: Int, _ problem: Problem,
         _ costs: MachineCosts
     ) -> Double {
-        let bins = alignedLength(level.blockSize + 1)
-        let bytes = 8 * bins * level.segmentCount * (problem.inputCount + problem.entryCount)
-        return Double(problem.entryCount * segments) * costs.multiplyAdd(bins: bins, workingSetBytes: bytes)
+        Double(problem.entryCount * segments) * costs.multiplyAdd(bins: alignedLength(level.blockSize + 1))
     }
 }
 
