@@ -87,19 +87,16 @@ final class TailLevel {
         at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
         outputCount: Int
     ) {
-        let delayed = position - offset
-        guard delayed >= 0 else { return }  // before the first output this level contributes to
-        let block = delayed / blockSize
+        // Before the first output this level contributes to: nothing to mix.
+        guard let (block, samples) = result(at: position, outputCount: outputCount) else { return }
         if block != mixingBlock {
             mixingBlock = block
             mixingBlockReady = (!awaitsJobs || scheduler.awaitResult(level: schedulerLevel, block: block)) && block != testDroppedBlock
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
-        let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
-        let start = delayed - block * blockSize
         for output in 0..<outputCount {
             guard let destination = outputs[output].map({ $0 + outputOffset }) else { continue }
-            let source = resultBlock + output * blockSize + start
+            let source = samples + output * blockSize
             for n in 0..<count { destination[n] += source[n] }
         }
     }
@@ -108,14 +105,21 @@ final class TailLevel {
     /// A helper wrote them on the other core: prefetched before the head's work, they arrive while
     /// it runs instead of stalling the mix. Real-time safe.
     func prefetchResult(at position: Int, count: Int, outputCount: Int) {
+        guard let (_, samples) = result(at: position, outputCount: outputCount) else { return }
+        for output in 0..<outputCount {
+            cspectrum_prefetch(samples + output * blockSize, count * MemoryLayout<Float>.size)
+        }
+    }
+
+    /// The result block holding output sample `position`, and where output 0's sample for it lies
+    /// in the results ring (output o's is `o * blockSize` further); nil before this level's offset.
+    @inline(__always)
+    private func result(at position: Int, outputCount: Int) -> (block: Int, samples: UnsafeMutablePointer<Float>)? {
         let delayed = position - offset
-        guard delayed >= 0 else { return }
+        guard delayed >= 0 else { return nil }
         let block = delayed / blockSize
         let resultBlock = results.pointer + (block % resultSlotCount) * outputCount * blockSize
-        let start = delayed - block * blockSize
-        for output in 0..<outputCount {
-            cspectrum_prefetch(resultBlock + output * blockSize + start, count * MemoryLayout<Float>.size)
-        }
+        return (block, resultBlock + delayed - block * blockSize)
     }
 
     func reset() {

@@ -75,12 +75,10 @@ public struct MachineCosts: Sendable {
     /// One accumulator against many (x, h) spectrum pairs, as a delay line does, over more spectra
     /// than the caches hold.
     private static func multiplyAddCost() -> Double {
-        let totalBins = 1 << 21, binsPerSpectrum = 1024
-        let pairs = max(1, totalBins / binsPerSpectrum)
+        let binsPerSpectrum = 1024, pairs = 2048, sweeps = 2  // 2 × 16 MB of spectra
         let x = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
         let h = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
         let accumulator = SplitSpectra(count: 1, binCount: binsPerSpectrum)
-        let sweeps = max(2, (1 << 22) / totalBins)
         let time = fastestOf(3) {
             for _ in 0..<sweeps {
                 for pair in 0..<pairs {

@@ -14,8 +14,9 @@ enum UserCache {
 /// The last few machine-cost measurements on this CPU model, one line each, in a small text file
 /// (a debug build keeps its own, `machine-costs-debug`: its unoptimised kernels cost many times
 /// more and must not move a release build's median):
-/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add=<ns> fft<size>=<ns> ...`. A file written for another CPU model or other
-/// kernels counts as empty; a line that does not read back is left out (and dropped by the next save).
+/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add=<ns> fft<size>=<ns> ...`.
+/// A file written for another CPU model or other kernels counts as empty; a line that does not read
+/// back is left out (and dropped by the next save).
 struct MachineCostsHistory {
     /// Measurements kept: enough for a steady median, few enough to follow a changed machine.
     static let kept = 9
