@@ -76,7 +76,9 @@ bench: build
 
 # The PipeWire bench-live runs on: the system's, or 1.4.2 (its build shares `make test`'s flags and cache).
 PIPEWIRE ?= system
+# perf (Debian's linux-perf) tells each system's CPU in its convolution code from the rest; only this benchmark needs it.
 bench-live: build
+	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
 ifeq ($(PIPEWIRE),1.4)
 	eval "$$(scripts/pipewire-1.4.sh env)" && \
 		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests

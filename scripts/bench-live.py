@@ -23,7 +23,13 @@ Our node is measured once it runs an engine planned for the case's quantum (`pw-
 plans for 256 and re-plans at its first cycle of another quantum, a one-off build and crossfade).
 With a 0.001 s IR among the cases, each system's CPU there is its floor (a client process woken
 every cycle: on a small virtual machine most of what either system costs), and the CPU above it,
-the convolution's own, is compared too.
+the convolution's own, is compared too; each round runs the floor beside the other IRs.
+That difference is noisy: a floor alone moves between 0.7 and 1.6 % of a core within one case, with
+the machine (waking an idle virtual CPU is most of it). So perf, where installed, also samples each
+process every 50 µs of its CPU time, and the samples in each system's convolution code (class
+Profile) give the CPU the convolution itself took, free of the wake-ups; above the floor in the same
+terms it is compared too. "rest %" is the process's other samples: near its floor's, a little
+above (the convolution's memory traffic slows the rest of the process too).
 
 --pipewire 1.4 runs both on PipeWire 1.4.2 and WirePlumber 0.5.8 from the prefix of
 scripts/pipewire-1.4.sh (our node built against it by `make test-pipewire-1.4`): filter-chain 1.4.2
@@ -41,9 +47,11 @@ Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed b
 """
 import argparse
 import json
+import math
 import os
 import statistics
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,6 +73,7 @@ PORTS = ("adapter.auto-port-config = { mode = dsp monitor = false control = fals
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # An IR this short costs next to nothing: a run with it measures a system's floor (see print_above_floor).
 FLOOR_IR_SECONDS = 0.001
+PROFILE_PERIOD_NS = 50_000  # perf: one sample per 50 µs of a process's CPU time
 JUDGE_RECORD = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/judge_record.py")
 SYNC_RECORDER = os.path.join(ROOT, "Tests/SyncRecorder/sync_record.c")
 
@@ -155,6 +164,48 @@ def thread_cpu_seconds(pid):
     return by_name
 
 
+class Profile:
+    """`perf record` of one process, a cpu-clock sample every PROFILE_PERIOD_NS of its CPU time, and
+    which of those samples are the convolution's. Ours: the helper threads' (they run nothing else),
+    and the data thread's in the engine (Swift module Convolution), its C kernels, FFTW and the Swift
+    runtime. Filter-chain's: the module and, in 1.x, its filter graph libraries (the convolver and
+    its FFT in 0.3; in 1.4 FFTW), the graph's copies in and out with them (the floor has those too).
+    Each sample interrupts the process: a few % more CPU for both."""
+
+    def __init__(self, pid, path):
+        self.path = path
+        self.process = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-c", str(PROFILE_PERIOD_NS),
+                                         "-p", str(pid), "-o", path], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGINT)
+        self.process.wait(timeout=60)
+
+    def convolution_cpu_seconds(self, system):
+        """(CPU s in the convolution, CPU s in everything else) over the recording."""
+        script = subprocess.run(["perf", "script", "-i", self.path, "-F", "comm,tid,ip,sym,dso"],
+                                capture_output=True, text=True, check=True).stdout
+        convolution = other = 0
+        for line in script.splitlines():
+            fields = re.match(r"\s*(\S+)\s+\d+\s+[0-9a-f]+\s+(.*?)\s*\((.*)\)\s*$", line)
+            if not fields:
+                continue
+            thread, symbol, library = fields.groups()
+            if system == "filter-chain":
+                ours = any(name in library for name in ("filter-graph", "module-filter-chain", "fftw"))
+            else:
+                ours = (thread.startswith("swconv-") or "11Convolution" in symbol or symbol.startswith("cspectrum_")
+                        or "fftw" in library or "libswiftCore" in library)
+            convolution += ours
+            other += not ours
+        return convolution * PROFILE_PERIOD_NS / 1e9, other * PROFILE_PERIOD_NS / 1e9
+
+
+def perf_available():
+    return shutil.which("perf") is not None and subprocess.run(["perf", "--version"], capture_output=True).returncode == 0
+
+
 def filter_chain_config(path, ir_path, tag):
     """A `pipewire -c` client process running filter-chain's builtin convolver, one per channel."""
     with open(path, "w") as conf:
@@ -195,7 +246,7 @@ def swift_node_available(executable):
     return probe.returncode == 0 and "--ir" in usage
 
 
-def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, executable):
+def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, executable, profiled):
     """Plays the input through one system, records it, returns the measurements."""
     tag = f"{system}-{ir_seconds}-{quantum}-{os.getpid()}"
     graph.run("pw-metadata", "-n", "settings", "0", "clock.force-quantum", str(quantum))
@@ -237,11 +288,14 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
             settle_on_quantum(graph, name, quantum)
         cpu_start, wall_start = process_cpu_seconds(node.pid), time.monotonic()
         threads_start = thread_cpu_seconds(node.pid)
+        profile = Profile(node.pid, os.path.join(graph.directory, f"perf-{tag}.data")) if profiled else None
         top = subprocess.Popen([executable, "top", "--batch"], env=graph.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         player.wait(timeout=seconds + ir_seconds + 60)
         cpu = process_cpu_seconds(node.pid) - cpu_start
         wall = time.monotonic() - wall_start
+        if profile:
+            profile.stop()
         threads = {name: 100 * (seconds_used - threads_start.get(name, 0)) / wall
                    for name, seconds_used in thread_cpu_seconds(node.pid).items()}
         statistics = node_statistics(graph, measured[0]) if system == "swift-convolver" else {}
@@ -264,8 +318,11 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
     busy = [rows[m] for m in measured if m in rows]
     if not busy:
         raise RuntimeError(f"top saw none of {measured}:\n{top_output}")
+    convolution, rest = profile.convolution_cpu_seconds(system) if profile else (math.nan, math.nan)
     return {
         "cpu_percent": 100 * cpu / wall,
+        "convolution_percent": 100 * convolution / wall,
+        "rest_percent": 100 * rest / wall,
         "threads": threads,
         "statistics": statistics,
         "busy_p99_us": max(r["busy_p99"] for r in busy),
@@ -352,11 +409,11 @@ def compare_recording(recording, ir_path):
     return {"wrong": wrong, "errorDB": 10 * np.log10(max(error, 1e-30) / max(energy, 1e-30))}
 
 
-def print_above_floor(by_run):
+def print_above_floor(by_run, key, label):
     """With a near-empty IR in the run (--ir 0.001 beside the others), each system's CPU in that case is its
     floor at that quantum and round: waking a client process every cycle and passing buffers, which is
     most of what any node costs here. Each case's CPU above its floor is then the convolution's own cost."""
-    floors = {(quantum, round_index, system): r["cpu_percent"]
+    floors = {(quantum, round_index, system): r[key]
               for (ir_seconds, quantum, round_index, system), r in by_run.items() if ir_seconds <= FLOOR_IR_SECONDS}
     rows = {}
     for (ir_seconds, quantum, round_index, system), ours in by_run.items():
@@ -367,13 +424,13 @@ def print_above_floor(by_run):
         reference_floor = floors.get((quantum, round_index, "filter-chain"))
         if our_floor is None or reference_floor is None:
             continue
-        above, reference_above = ours["cpu_percent"] - our_floor, reference["cpu_percent"] - reference_floor
+        above, reference_above = ours[key] - our_floor, reference[key] - reference_floor
         rows.setdefault((ir_seconds, quantum), []).append(
             (above, reference_above, above / reference_above if reference_above > 0 else float("nan")))
     if not rows:
         return
-    print(f"\nCPU above each system's floor (its CPU with a {FLOOR_IR_SECONDS:g} s IR at the same quantum and round),"
-          " % of a core: ours / filter-chain's, ratio; the median ratio first:")
+    print(f"\nCPU above each system's floor ({label}; the floor: its CPU with a {FLOOR_IR_SECONDS:g} s IR at the same"
+          " quantum and round), % of a core: ours / filter-chain's, ratio; the median ratio first:")
     for (ir_seconds, quantum), rounds in rows.items():
         median = statistics.median(ratio for _, _, ratio in rounds)
         print(f"{ir_seconds:>5g} {quantum:>7}  {median:.2f}x  ("
@@ -413,8 +470,12 @@ def main():
     rng = np.random.default_rng(1)
     noise = (rng.uniform(-0.25, 0.25, (int(args.seconds * RATE), 2))).astype(np.float32)
     graph = Graph(os.path.join(directory, "pw"), base_env, session_manager=args.pipewire != "system" and "filter-chain" in systems)
+    profiled = perf_available()
+    if not profiled:
+        print("note: perf (Debian's linux-perf) is not installed: no CPU in the convolution code", file=sys.stderr)
     results = []
     try:
+        cases = []
         for ir_seconds in [float(s) for s in args.ir.split(",")]:
             ir = synthetic_ir(ir_seconds, seed=int(ir_seconds * 10))
             ir_path = os.path.join(directory, f"ir-{ir_seconds:g}s.wav")
@@ -427,15 +488,19 @@ def main():
                                 np.zeros((len(ir) + RATE // 2, 2), np.float32)])
             input_path = os.path.join(directory, f"input-{ir_seconds:g}s.wav")
             wavfile.write(input_path, RATE, played)
-            for quantum in [int(q) for q in args.quantum.split(",")]:
-                for round_index in range(1, args.rounds + 1):
+            cases.append((ir_seconds, ir_path, input_path))
+        # Each round runs every IR (the floor's too) at its quantum, so that a floor is measured
+        # minutes, not a whole run, from the cases it is subtracted from: the machine drifts.
+        for quantum in [int(q) for q in args.quantum.split(",")]:
+            for round_index in range(1, args.rounds + 1):
+                for ir_seconds, ir_path, input_path in cases:
                     # Alternate who goes first: a machine getting busier or quieter favours neither.
                     for system in (systems if round_index % 2 == 1 else systems[::-1]):
                         print(f"... {system}: IR {ir_seconds:g} s, quantum {quantum}"
                               + (f", round {round_index}" if args.rounds > 1 else ""), file=sys.stderr, flush=True)
                         try:
                             result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
-                                              args.executable)
+                                              args.executable, profiled)
                         except (RuntimeError, subprocess.SubprocessError) as error:  # one failed case, not the run
                             print(f"    failed: {error}", file=sys.stderr)
                             results.append((ir_seconds, quantum, round_index, system, None))
@@ -449,7 +514,9 @@ def main():
         if not args.keep:
             subprocess.run(["rm", "-rf", directory], check=False)
 
+    results.sort(key=lambda result: result[:3])  # by case, then round (the run went round by round)
     print(f"\nbench-live: {args.seconds:g} s stereo noise at {RATE} Hz, private headless PipeWire {version} (Dummy-Driver)")
+    print("CPU % = the process's; conv % and rest % = perf's samples of it in the convolution code and elsewhere")
     print("wrong = recorded output frames more than 1e-4 from numpy's convolution of the input recorded beside")
     print("        them by one recorder, at lag 0 (a cycle the recorder lost counts too); our node's own")
     print("        record of every call is held to numpy's convolution of its own input below")
@@ -457,14 +524,15 @@ def main():
         return f"{ir_seconds:>5g} {quantum:>7}" + (f" {round_index:>5}" if args.rounds > 1 else "")
     blank = " " * len(case(0, 0, 0))
     print(f"{'IR s':>5} {'quantum':>7}" + (f" {'round':>5}" if args.rounds > 1 else "")
-          + f"  {'system':<16} {'CPU %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
+          + f"  {'system':<16} {'CPU %':>6} {'conv %':>6} {'rest %':>6} {'busy p99 µs':>11} {'busy max µs':>11}"
           f" {'late':>5} {'drv late':>8} {'wrong':>7} {'error dB':>8}  recorder busy p99/max µs")
     for ir_seconds, quantum, round_index, system, r in results:
         if r is None:
             print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} failed (see above)")
             continue
         c = r["compared"]
-        print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} {r['cpu_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
+        print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} {r['cpu_percent']:>6.2f}"
+              f" {r['convolution_percent']:>6.2f} {r['rest_percent']:>6.2f} {r['busy_p99_us']:>11.1f}"
               f" {r['busy_max_us']:>11.1f} {r['late']:>5} {str(r['driver_late']):>8} {c['wrong']:>7}"
               f" {c['errorDB']:>8.1f}  {recorder_busy(r)}")
     by_run = {(ir_seconds, quantum, round_index, system): r for ir_seconds, quantum, round_index, system, r in results if r is not None}
@@ -485,7 +553,9 @@ def main():
                 return median if len(values) == 1 else f"{median} ({' '.join(f'{v:.{digits}f}' for v in values)})"
             print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ratio('cpu_percent', 2)}, busy p99 {ratio('busy_p99_us', 3)},"
                   f" busy max {ratio('busy_max_us', 3)}")
-    print_above_floor(by_run)
+    print_above_floor(by_run, "cpu_percent", "the process's CPU")
+    if profiled:
+        print_above_floor(by_run, "convolution_percent", "the CPU in its convolution code, perf's samples")
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None:
