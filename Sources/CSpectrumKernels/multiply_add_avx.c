@@ -12,10 +12,19 @@ __attribute__((constructor)) static void detect_avx(void) {
 
 bool cspectrum_has_avx(void) { return has_avx; }
 
+// Live, the spectra arrive cold, and the head's are short (2 KB a spectrum at quantum 256): the
+// hardware prefetcher hardly ramps up before a stream ends. Loads asked for 2 KB ahead overlap the
+// misses; both streams run forward into the next segment (FrequencyDelayLine.slot). docs/facts.md.
+#define PREFETCH_FLOATS 512
+
 // No FMA: a fused multiply-add rounds once where the Swift kernel rounds twice.
 __attribute__((target("avx")))
 void cspectrum_multiply_add_avx(float *acc, const float *x, const float *h, ptrdiff_t bin_count) {
     for (ptrdiff_t group = 0; group < 2 * bin_count; group += 32) {
+        for (ptrdiff_t line = 0; line < 32; line += 16) {
+            _mm_prefetch((const char *)(x + group + PREFETCH_FLOATS + line), _MM_HINT_T0);
+            _mm_prefetch((const char *)(h + group + PREFETCH_FLOATS + line), _MM_HINT_T0);
+        }
         for (ptrdiff_t k = group; k < group + 16; k += 8) {  // the real parts at k, the imaginary at k + 16
             __m256 xr = _mm256_load_ps(x + k), xi = _mm256_load_ps(x + k + 16);
             __m256 hr = _mm256_load_ps(h + k), hi = _mm256_load_ps(h + k + 16);

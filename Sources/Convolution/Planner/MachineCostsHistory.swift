@@ -22,8 +22,9 @@ struct MachineCostsHistory {
     static let kept = 9
     /// Bumped whenever the measured kernels change, so that their old costs do not move the median:
     /// 2 = FFTW's interleaved plans, 3 = the AVX multiply-add, 4 = one half-size complex FFT plan,
-    /// 5 = spectra in 16-bin groups, 6 = multiply-adds measured from memory only.
-    static let kernelsVersion = 6
+    /// 5 = spectra in 16-bin groups, 6 = multiply-adds measured from memory only, 7 = the AVX
+    /// multiply-add prefetches ahead.
+    static let kernelsVersion = 7
     #if DEBUG
     var path = UserCache.path("machine-costs-debug")
     #else
