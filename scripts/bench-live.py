@@ -28,8 +28,8 @@ That difference is noisy: a floor alone moves between 0.7 and 1.6 % of a core wi
 the machine (waking an idle virtual CPU is most of it). So perf, where installed, also samples each
 process every 50 µs of its CPU time, and the samples in each system's convolution code (class
 Profile) give the CPU the convolution itself took, free of the wake-ups; above the floor in the same
-terms it is compared too. "rest %" is the process's other samples: near its floor's, a little
-above (the convolution's memory traffic slows the rest of the process too).
+terms it is compared too. "rest %" is the process's other samples: it should stay near its
+floor's; what it gains over it is cost the classification missed, or the machine's drift.
 
 --pipewire 1.4 runs both on PipeWire 1.4.2 and WirePlumber 0.5.8 from the prefix of
 scripts/pipewire-1.4.sh (our node built against it by `make test-pipewire-1.4`): filter-chain 1.4.2
@@ -168,9 +168,9 @@ class Profile:
     """`perf record` of one process, a cpu-clock sample every PROFILE_PERIOD_NS of its CPU time, and
     which of those samples are the convolution's. Ours: the helper threads' (they run nothing else),
     and the data thread's in the engine (Swift module Convolution), its C kernels, FFTW and the Swift
-    runtime. Filter-chain's: the module and, in 1.x, its filter graph libraries (the convolver and
-    its FFT in 0.3; in 1.4 FFTW), the graph's copies in and out with them (the floor has those too).
-    Each sample interrupts the process: a few % more CPU for both."""
+    runtime. Filter-chain's: its module (in 0.3 the convolver and its FFT live there), the 1.x
+    filter-graph libraries and FFTW (1.4's FFT); the graph's copies in and out count with them, as
+    they do in its floor. Each sample interrupts the process: a few % more CPU for both."""
 
     def __init__(self, pid, path):
         self.path = path
