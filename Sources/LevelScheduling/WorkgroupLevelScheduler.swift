@@ -9,8 +9,8 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// SCHED_FIFO priority of the helpers (`workgroup.rt.prio`); nil: normal priority.
     /// Default: one below PipeWire's data thread (module-rt's default 88).
     public var realtimePriority: Int32? = 87
-    /// How many of the shortest levels run on the data thread itself, each job spread by the engine
-    /// over the calls of its block period. A short level's job costs little but wakes a helper every block:
+    /// How many of the shortest levels run on the data thread itself, each job whole in the call that
+    /// completes its block. A short level's job costs little but wakes a helper every block:
     /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
     /// (measured: see the bench). 0: every level on the helpers.
     public var inlineLevelCount = 0
@@ -56,8 +56,8 @@ extension LevelPlacement {
     /// - levels whose job is at most 50 µs and 2% of the call period run inline: handing such a job
     ///   to a helper cost about as much CPU as the job (`pw-convolver bench --threads auto
     ///   --inline-levels 1`: 3 s IR, 256-frame calls, its 1024-frame level inline cut the CPU of
-    ///   all threads by about a tenth, 47 jobs a second); the engine spreads a job over the calls
-    ///   of its block period, and the fraction bounds what one piece of it (an FFT) adds to a call;
+    ///   all threads by about a tenth, 47 jobs a second); the fraction bounds what the job adds to
+    ///   the call it lands in;
     /// - a helper job costs 150-350 µs of CPU beyond its hot-loop estimate (the node's CPU, plans
     ///   forced one at a time, 20 s runs: at 3 s / 1024, 1024x16 | 8192x16 with 6 helper jobs a
     ///   second took 1.24-1.28% against 1.50-1.58% for 1024x4 | 2048x14 | 16384x7 with 26, which
@@ -105,8 +105,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// The pool whose statistics are reported: the running one, or the last one after `stop()`.
     private var reportedPool: JobPool?
     private var levels: [LevelSchedule] = []
-    /// Levels below this run on the data thread, spread over the calls by the engine; level `k`
-    /// above it is pool queue `k - dataThreadLevelCount`.
+    /// Levels below this run on the data thread, each job in its `post`; level `k` above it is
+    /// pool queue `k - dataThreadLevelCount`.
     public private(set) var dataThreadLevelCount = 0
     // SAFETY: as in InlineScheduler: the engine calls `stop()` (deinit) before it is freed, and
     // `stop()` joins every helper first.
@@ -211,10 +211,14 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         reportedPool = pool
     }
 
-    /// Real-time safe: records the job and posts a semaphore; never blocks. (Data-thread levels
-    /// are never posted: the engine runs them.)
+    /// Real-time safe: records the job and posts a semaphore; never blocks. A data-thread level's
+    /// job runs here, whole.
     public func post(level: Int, block: Int, dueInSamples: Int) {
-        guard level >= dataThreadLevelCount, let pool else { return }
+        if level < dataThreadLevelCount {
+            runner?.runLevelJob(level: level, block: block)
+            return
+        }
+        guard let pool else { return }
         let start = cycleStarted ? cycleStart : monotonicNanos()
         let deadline = start &+ UInt64(Double(max(dueInSamples, 1)) * nanosecondsPerSample)
         pool.post(queue: level - dataThreadLevelCount, sequence: block, start: start, deadline: deadline)
@@ -223,7 +227,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// Real-time safe: returns at once when the job is done, else waits on the level's semaphore
     /// at most until the cycle's wait limit; false counts a late level.
     public func awaitResult(level: Int, block: Int) -> Bool {
-        guard level >= dataThreadLevelCount else { return true }  // never posted: the engine ran it
+        guard level >= dataThreadLevelCount else { return true }  // ran in `post`
         guard let pool else { return false }
         let waitStart = monotonicNanos()
         defer { cycleWaitNanos &+= monotonicNanos() &- waitStart }

@@ -224,7 +224,7 @@ final class FaultTests: XCTestCase {
     /// runs the node twice at one clock position, so the recording cannot always show what the
     /// node got. The node's own record of every call (`CallRecorder`) can: its output must be
     /// numpy's convolution of its own input to float precision, from the first call to the last,
-    /// with a 1 s IR (at quantum 256 a level spread on the data thread and one on a helper). The
+    /// with a 1 s IR (at quantum 256 a level on the data thread and one on a helper). The
     /// recording is still the node's output at every frame, but for frames the recorder copied
     /// while the node was rewriting the buffer (GraphJudge tells them by when each was done).
     func testOutputIsTheConvolutionOfTheNodesOwnInputThroughMachineStalls() throws {

@@ -24,10 +24,6 @@ public final class ConvolutionEngine: LevelJobRunner {
     private let head: HeadLevel
     private let tails: [TailLevel]
     private let scheduler: any LevelJobScheduler
-    /// How many of the shortest tail levels the engine runs itself on the data thread, each job
-    /// spread over the calls of its block period (`TailLevel.runSpreadShare`); the scheduler runs
-    /// the other levels' jobs.
-    private var spreadLevelCount = 0
     /// Samples processed since the start (or the last reset).
     private var position = 0
 
@@ -58,8 +54,6 @@ public final class ConvolutionEngine: LevelJobRunner {
             runner: self, levels: schedules,
             split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
-        spreadLevelCount = min(scheduler.dataThreadLevelCount, tails.count)
-        for level in tails.prefix(spreadLevelCount) { level.spreadOverCalls(routing: routing) }
         if let seconds = configuration.testDroppedTailBlockSeconds, let longest = tails.last {
             longest.testDroppedBlock = max(0, Int(seconds * configuration.sampleRate) - longest.offset) / longest.blockSize
         }
@@ -91,26 +85,22 @@ public final class ConvolutionEngine: LevelJobRunner {
             for channel in 0..<inputCount {
                 history.write(channel: channel, from: inputs[channel].map { $0 + done }, count: length, at: position)
             }
-            for index in spreadLevelCount..<tails.count {
+            for index in tails.indices {
                 tails[index].prefetchResult(at: position, count: length, outputCount: outputCount)
             }
             head.process(
                 inputs: inputs, inputOffset: done, outputs: outputs, outputOffset: done,
                 count: length, routing: routing, scheduler: scheduler)
             // Index loops, not `enumerated()`: unspecialized (debug) iteration allocates a coroutine frame.
-            for index in 0..<spreadLevelCount {
-                tails[index].runSpreadShare(position: position, count: length, history: history, routing: routing)
-            }
             for index in tails.indices {
                 let level = tails[index]
                 level.mixResult(
                     into: outputs, outputOffset: done, count: length, at: position,
-                    scheduler: scheduler, schedulerLevel: index,
-                    awaitsJobs: index >= spreadLevelCount, outputCount: outputCount)
+                    scheduler: scheduler, schedulerLevel: index, outputCount: outputCount)
             }
             position += length
             done += length
-            for index in spreadLevelCount..<tails.count where position % tails[index].blockSize == 0 {
+            for index in tails.indices where position % tails[index].blockSize == 0 {
                 let level = tails[index]
                 let block = position / level.blockSize - 1
                 scheduler.post(level: index, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)

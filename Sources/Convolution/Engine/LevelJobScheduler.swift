@@ -84,10 +84,6 @@ public protocol LevelJobScheduler: AnyObject {
     func awaitResult(level: Int, block: Int) -> Bool
     /// Stops running jobs for the current runner (before the engine is freed or rebuilt).
     func stop()
-    /// How many of the shortest levels the engine runs itself on the data thread, each job spread
-    /// over the calls of its block period instead of posted (known after `prepare`): no call then
-    /// carries a whole job. Their jobs are never posted nor awaited.
-    var dataThreadLevelCount: Int { get }
 
     /// Setup with a split offer: as `prepare(runner:levels:)`, then returns into how many parts
     /// (1 = no split) the data thread's share is cut on each call. Part 0 always runs on the data
@@ -104,8 +100,6 @@ public protocol LevelJobScheduler: AnyObject {
 }
 
 extension LevelJobScheduler {
-    /// Default: the scheduler runs every level.
-    public var dataThreadLevelCount: Int { 0 }
     /// Default: it does.
     public var usesLevelSchedules: Bool { true }
     /// Default: no split.
@@ -121,10 +115,8 @@ extension LevelJobScheduler {
 /// reference for the threaded schedulers: their output must equal this one's.
 public final class InlineScheduler: LevelJobScheduler {
     private unowned(unsafe) var runner: (any LevelJobRunner)?
-    /// Levels the engine spreads over its calls instead (tests of that path; default none).
-    public let dataThreadLevelCount: Int
 
-    public init(dataThreadLevelCount: Int = 0) { self.dataThreadLevelCount = dataThreadLevelCount }
+    public init() {}
 
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
         self.runner = runner

@@ -20,9 +20,6 @@ final class TailLevel {
     // Data-thread state: the output block being mixed in, and whether its result came in time.
     private var mixingBlock = -1
     private var mixingBlockReady = false
-    /// Where the engine runs this level's jobs itself, spread over its calls (TailLevel+Spread);
-    /// nil when the scheduler runs them.
-    var spread: SpreadState?
     /// Test only (`EngineConfiguration.testDroppedTailBlockSeconds`): an output block left out.
     var testDroppedBlock = -1
 
@@ -42,56 +39,34 @@ final class TailLevel {
     /// The job: output block `block` from input samples `(block - 1) * blockSize ..< (block + 1) * blockSize`.
     /// Real-time safe.
     func run(block: Int, history: InputHistory, routing: Routing) {
-        let bins = delayLine.binCount
         let slot = delayLine.slot(ofBlock: block)
-        for input in 0..<routing.inputCount { transformInput(input, block: block, history: history) }
+        for input in 0..<routing.inputCount {
+            history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
+            let x = delayLine.blockSpectrum(input: input, slot: slot)
+            fft.forward(window.pointer, spectrum: delayLine.blocks.spectrum(x), scratch: fftScratch.spectrum(0))
+        }
+        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
         for output in 0..<routing.outputCount {
             let sum = accumulator.spectrum(0)
-            sum.update(repeating: 0, count: 2 * bins)
-            // Oldest segment first, the newest block's last: the order `runSpreadShare` can keep.
-            var segment = segmentCount - 1  // a while loop: `reversed()` allocates in unoptimized builds
-            while segment >= 1 {
-                delayLine.accumulate(
-                    into: sum, output: output, segments: segment..<segment + 1, newestSlot: slot, routing: routing)
-                segment -= 1
-            }
-            finishOutput(output, block: block, sum: sum, routing: routing)
+            sum.update(repeating: 0, count: 2 * delayLine.binCount)
+            delayLine.accumulate(into: sum, output: output, segments: 0..<segmentCount, newestSlot: slot, routing: routing)
+            fft.inverse(spectrum: sum, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
+            (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
         }
     }
 
-    /// Input `input`'s window of job `block` (its previous and its own block) into the delay line.
-    @inline(__always)
-    func transformInput(_ input: Int, block: Int, history: InputHistory) {
-        history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
-        let x = delayLine.blockSpectrum(input: input, slot: delayLine.slot(ofBlock: block))
-        fft.forward(window.pointer, spectrum: delayLine.blocks.spectrum(x), scratch: fftScratch.spectrum(0))
-    }
-
-    /// Adds segment 0 (the newest block) to `output`'s sum of the older segments, inverse-transforms
-    /// it and keeps the second half as the result of job `block`. The sum is left undefined.
-    @inline(__always)
-    func finishOutput(_ output: Int, block: Int, sum: UnsafeMutablePointer<Float>, routing: Routing) {
-        delayLine.accumulate(
-            into: sum, output: output, segments: 0..<1, newestSlot: delayLine.slot(ofBlock: block), routing: routing)
-        fft.inverse(spectrum: sum, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
-        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
-        (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
-    }
-
     /// Adds this level's output for stream samples `position ..< position + count` (within one
-    /// head block), awaiting the job that computed it when a new output block starts (unless a
-    /// spread level's, done by then).
+    /// head block), awaiting the job that computed it when a new output block starts.
     /// Real-time safe; the wait is the scheduler's, bounded.
     func mixResult(
         into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
-        at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, awaitsJobs: Bool,
-        outputCount: Int
+        at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, outputCount: Int
     ) {
         // Before the first output this level contributes to: nothing to mix.
         guard let (block, samples) = result(at: position, outputCount: outputCount) else { return }
         if block != mixingBlock {
             mixingBlock = block
-            mixingBlockReady = (!awaitsJobs || scheduler.awaitResult(level: schedulerLevel, block: block)) && block != testDroppedBlock
+            mixingBlockReady = scheduler.awaitResult(level: schedulerLevel, block: block) && block != testDroppedBlock
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
         for output in 0..<outputCount {
@@ -125,7 +100,6 @@ final class TailLevel {
     func reset() {
         delayLine.reset()
         results.zero()
-        spread?.reset()
         mixingBlock = -1
         mixingBlockReady = false
     }
