@@ -1,7 +1,8 @@
 // `pw-convolver top` beside the real `pw-top -b` on one graph: both read module-profiler, so they
 // must agree on the convolver node's rate and on its wait and busy times. pw-top prints the last
 // cycle of each refresh; ours summarises every cycle of its window, so each of pw-top's samples
-// must lie within our maximum, and their median near our average.
+// must lie within our maximum, and their median near our average (within the spread of a
+// two-valued busy time, see the test).
 import Foundation
 import XCTest
 
@@ -97,8 +98,12 @@ final class TopAgainstPwTopTests: XCTestCase {
         XCTAssertEqual(Set(driver.map(\.rate)), [rate], "the rate, as pw-top shows it on the driver")
         for sample in busy { XCTAssertLessThanOrEqual(sample, busyMax + 0.1, "a busy time pw-top saw is within our maximum") }
         for sample in wait { XCTAssertLessThanOrEqual(sample, waitMax + 0.1, "a wait time pw-top saw is within our maximum") }
+        // Busy times are two-valued: a call that completes a data-thread level's block runs its whole
+        // job (at quantum 256 one call in four), the others only the head. Five single cycles then
+        // put the median below the average (CI: 14.1 against 33.4 µs); a unit or node mix-up would
+        // be off a thousandfold.
         let median = busy.sorted()[busy.count / 2]
-        XCTAssertGreaterThan(median, busyAverage / 2, "pw-top's median busy time near our average")
+        XCTAssertGreaterThan(median, busyAverage / 4, "pw-top's median busy time near our average")
         XCTAssertLessThan(median, busyAverage * 2, "pw-top's median busy time near our average")
     }
 }
