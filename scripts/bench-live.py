@@ -567,7 +567,7 @@ def main():
         if r is not None and r["statistics"]:
             st = r["statistics"]
             print(f"{case(ir_seconds, quantum, round_index)}  calls {st.get('calls')}, late cycles {st.get('late-cycles')} "
-                  f"(started late {st.get('late-cycles-started-late')}, own {st.get('late-cycles-own')}), missed cycles {st.get('missed-cycles')}, "
+                  f"(started late {st.get('late-cycles-started-late')}, own {st.get('late-cycles-own')}, stalled {st.get('late-cycles-stalled')}), missed cycles {st.get('missed-cycles')}, "
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
                   f"plan {st.get('plan')} (for quantum {st.get('plan-quantum')})")

@@ -331,6 +331,7 @@ public final class ConvolverNode {
             "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
             "convolver.late-cycles-started-late": "\(realtime.statistics.lateCyclesStartedLate.load(ordering: .relaxed))",
             "convolver.late-cycles-own": "\(realtime.statistics.lateCyclesOwn.load(ordering: .relaxed))",
+            "convolver.late-cycles-stalled": "\(realtime.statistics.lateCyclesStalled.load(ordering: .relaxed))",
             "convolver.missed-cycles": "\(realtime.statistics.missedCycles.load(ordering: .relaxed))",
             "convolver.late-levels": "\(lateLevelsOfReplacedEngines + (helpers?.lateLevels ?? 0))",
             "convolver.helper-margin-p99-us": marginP99,

@@ -59,6 +59,9 @@ enum EngineFactory {
         schedulerConfiguration.sampleRate = Double(sampleRate)
         schedulerConfiguration.split = configuration.workgroupSplit
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
+        if configuration.testFault == .overrunDataThreadJobs {
+            schedulerConfiguration.testDataThreadJobOverrunNanos = UInt64(1.5e9 * Double(expectedBlockSize) / Double(sampleRate))
+        }
         let engineConfiguration = EngineConfiguration(
             expectedBlockSize: expectedBlockSize,
             maxPartitionSize: configuration.maxPartitionSize,

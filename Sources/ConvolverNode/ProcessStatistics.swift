@@ -1,5 +1,6 @@
 // Lock-free statistics of the data thread, read once a second by the main loop.
 import Synchronization
+import Workgroup
 
 /// Written only by the data thread, read by the main loop. Per-call busy times go into a ring
 /// the reader drains; counters are plain atomics.
@@ -14,9 +15,12 @@ final class ProcessStatistics {
     /// it started with the cycle; it started too late (the nodes before it or the machine delayed it).
     let lateCyclesStartedLate = Atomic<Int>(0)
     /// Late cycles the node's own work made late: its CPU time plus its waits for helper results
-    /// took more than the period (a call preempted midway is not one; a stall of the virtual
-    /// machine that the guest charges as CPU time is, and nothing here can tell: docs/facts.md).
+    /// took more than the period, stalls of the machine taken out (`StallGauge`).
     let lateCyclesOwn = Atomic<Int>(0)
+    /// Late cycles that the CPU time would count as the node's own, but a stage of the call (a
+    /// data-thread job, or the rest of the call) ran many times its usual length: the virtual machine
+    /// held the CPU and the guest charged it as the thread's CPU time (docs/facts.md).
+    let lateCyclesStalled = Atomic<Int>(0)
     /// Cycles the graph's clock moved past between two calls of the node: a machine stall delayed
     /// the graph or the node. In stalls reproduced and traced here the node's input mostly stayed
     /// continuous (the player skipped the cycle too); now and then the player's block of a stalled
@@ -28,6 +32,10 @@ final class ProcessStatistics {
     // The previous call's clock (data thread only).
     private var previousPosition: UInt64 = 0
     private var previousDuration: UInt64 = 0
+    /// The call's time outside its data-thread jobs and waits, at the quantum it was gauged at
+    /// (data thread only).
+    private var restGauge = StallGauge()
+    private var gaugedFrameCount = 0
     private let busyNanosRing: UnsafeMutablePointer<UInt32>
     /// Busy times written so far; the ring index is this modulo the capacity.
     private let busyWriteCount = Atomic<Int>(0)
@@ -41,17 +49,31 @@ final class ProcessStatistics {
 
     deinit { busyNanosRing.deallocate() }
 
-    /// Real-time safe: atomic increments and one store into preallocated memory. `ownNanos`: the
-    /// call's CPU time plus its waits for helper results.
-    func record(busyNanos: UInt64, late: Bool, periodNanos: UInt64, ownNanos: UInt64) {
+    /// Records one call of `frameCount` frames. Real-time safe: arithmetic, atomic increments and
+    /// one store into preallocated memory.
+    func record(_ call: CallTimes, frameCount: Int, periodNanos: UInt64, late: Bool) {
         let count = busyWriteCount.load(ordering: .relaxed)
-        busyNanosRing[count % Self.ringCapacity] = UInt32(clamping: busyNanos)
+        busyNanosRing[count % Self.ringCapacity] = UInt32(clamping: call.busy)
         busyWriteCount.store(count + 1, ordering: .releasing)
         calls.wrappingAdd(1, ordering: .relaxed)
-        if late {
-            lateCycles.wrappingAdd(1, ordering: .relaxed)
-            if busyNanos < periodNanos { lateCyclesStartedLate.wrappingAdd(1, ordering: .relaxed) }
-            if ownNanos > periodNanos { lateCyclesOwn.wrappingAdd(1, ordering: .relaxed) }
+
+        if frameCount != gaugedFrameCount {
+            restGauge = StallGauge()
+            gaugedFrameCount = frameCount
+        }
+        let outside = call.wait &+ call.jobs
+        let stalled = call.stalledInJobs &+ restGauge.stalledNanos(ofRun: call.busy > outside ? call.busy &- outside : 0)
+        let worked = call.cpu &+ call.wait
+        // A stall is wall time; where the guest preempted the thread instead, the CPU clock never counted it.
+        let own = worked &- min(stalled, call.cpu)
+        guard late else { return }
+        lateCycles.wrappingAdd(1, ordering: .relaxed)
+        if call.busy < periodNanos {
+            lateCyclesStartedLate.wrappingAdd(1, ordering: .relaxed)
+        } else if own > periodNanos {
+            lateCyclesOwn.wrappingAdd(1, ordering: .relaxed)
+        } else if worked > periodNanos {
+            lateCyclesStalled.wrappingAdd(1, ordering: .relaxed)
         }
     }
 
@@ -89,4 +111,14 @@ final class ProcessStatistics {
         let p99Index = min(samples.count - 1, Int((Double(samples.count) * 0.99).rounded(.up)) - 1)
         return (samples[max(0, p99Index)], samples[samples.count - 1], samples.count)
     }
+}
+
+/// One call's times, ns: its wall time (`busy`), its thread's CPU time, and within the wall time its
+/// waits for helper results and its data-thread jobs, with the part of those jobs that was a stall.
+struct CallTimes {
+    var busy: UInt64 = 0
+    var cpu: UInt64 = 0
+    var wait: UInt64 = 0
+    var jobs: UInt64 = 0
+    var stalledInJobs: UInt64 = 0
 }

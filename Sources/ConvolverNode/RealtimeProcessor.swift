@@ -245,9 +245,10 @@ final class RealtimeProcessor {
         if testFault == .alterAfterRecord { alterFirstSampleEvery64thCall() }
 
         let endNanos = monotonicNanos()
-        statistics.record(
-            busyNanos: endNanos &- startNanos, late: deadline > 0 && endNanos > deadline,
-            periodNanos: UInt64(periodNanos), ownNanos: threadCPUNanos() &- startCPUNanos &+ helperWaitNanos())
+        var times = schedulerTimes()
+        times.busy = endNanos &- startNanos
+        times.cpu = threadCPUNanos() &- startCPUNanos
+        statistics.record(times, frameCount: frameCount, periodNanos: UInt64(periodNanos), late: deadline > 0 && endNanos > deadline)
     }
 
     /// `delay-one-sample`: shifts every output one frame later, carrying the last one to the next call.
@@ -268,14 +269,22 @@ final class RealtimeProcessor {
         for channel in 0..<outputCount { outputBuffers[channel]?[0] += 0.25 }
     }
 
-    /// This call's waits for helper results, of the engine in use and the one fading out.
-    private func helperWaitNanos() -> UInt64 {
+    /// This call's waits for helper results and data-thread jobs, of the engine in use and the one
+    /// fading out.
+    private func schedulerTimes() -> CallTimes {
+        var times = CallTimes()
         // SAFETY: both slots stay retained until this thread retires them, which it has not done
         // for any it still holds. (No array of the two: that would allocate.)
-        func waits(_ engine: Unmanaged<EngineSlot>?) -> UInt64 {
-            engine?._withUnsafeGuaranteedRef { $0.scheduler.cycleWaitNanos } ?? 0
+        func add(_ engine: Unmanaged<EngineSlot>?) {
+            engine?._withUnsafeGuaranteedRef { slot in
+                times.wait &+= slot.scheduler.cycleWaitNanos
+                times.jobs &+= slot.scheduler.cycleJobNanos
+                times.stalledInJobs &+= slot.scheduler.cycleStalledNanos
+            }
         }
-        return waits(activeEngine) &+ waits(fadingEngine)
+        add(activeEngine)
+        add(fadingEngine)
+        return times
     }
 
     /// Adds this call to `silentInputFrames`, or starts it over when any input sample is not zero.

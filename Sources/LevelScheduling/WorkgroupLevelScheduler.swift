@@ -33,6 +33,10 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     public var splitTakeBack = true
     /// The rate the split's call period is sized at (setup); cycles carry their own rate.
     public var sampleRate = 48000.0
+    /// Test only (the node's `test.fault = overrun-data-thread-jobs`): every data-thread job lasts
+    /// at least this long (it spins), a level too heavy for the data thread, whose late cycles
+    /// must count as the node's own and not as stalls.
+    public var testDataThreadJobOverrunNanos: UInt64 = 0
     /// Where the single "real-time refused" warning goes.
     public var warn: @Sendable (String) -> Void = { message in
         fputs("swift-convolver: warning: \(message)\n", stderr)
@@ -125,6 +129,12 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     private var cycleStart: UInt64 = 0
     /// Wall time the data thread spent in this cycle waiting for helper results (data thread only).
     public private(set) var cycleWaitNanos: UInt64 = 0
+    /// Wall time of this cycle's data-thread jobs, and the part of it that was a stall of the
+    /// machine (`StallGauge`, one per data-thread level). Data thread only.
+    public private(set) var cycleJobNanos: UInt64 = 0
+    public private(set) var cycleStalledNanos: UInt64 = 0
+    /// Mutated in place on the data thread only: uniquely referenced, never copied.
+    private var dataThreadJobGauges: [StallGauge] = []
     private var waitLimit: UInt64 = .max
     private var nanosecondsPerSample = 1e9 / 48000
 
@@ -148,6 +158,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         cycleStarted = true
         cycleStart = startNanos
         cycleWaitNanos = 0
+        cycleJobNanos = 0
+        cycleStalledNanos = 0
         waitLimit = waitLimitNanos
         nanosecondsPerSample = 1e9 / sampleRate
     }
@@ -198,6 +210,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         self.runner = runner
         self.levels = levels
         dataThreadLevelCount = configuration.dataThreadLevelCount(levels)
+        dataThreadJobGauges = Array(repeating: StallGauge(), count: dataThreadLevelCount)
         let pooledLevels = levels.dropFirst(dataThreadLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
@@ -215,7 +228,14 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// job runs here, whole.
     public func post(level: Int, block: Int, dueInSamples: Int) {
         if level < dataThreadLevelCount {
+            let jobStart = monotonicNanos()
             runner?.runLevelJob(level: level, block: block)
+            if configuration.testDataThreadJobOverrunNanos > 0 {
+                while monotonicNanos() &- jobStart < configuration.testDataThreadJobOverrunNanos {}
+            }
+            let jobNanos = monotonicNanos() &- jobStart
+            cycleJobNanos &+= jobNanos
+            cycleStalledNanos &+= dataThreadJobGauges[level].stalledNanos(ofRun: jobNanos)
             return
         }
         guard let pool else { return }

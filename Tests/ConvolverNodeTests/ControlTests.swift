@@ -163,7 +163,8 @@ final class ControlTests: XCTestCase {
                 return (number(first["convolver.calls"]) ?? 0) > 0
             }, "statistics: \(first)")
         for key in [
-            "convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.late-cycles-own", "convolver.missed-cycles",
+            "convolver.calls", "convolver.late-cycles", "convolver.late-cycles-started-late", "convolver.late-cycles-own",
+            "convolver.late-cycles-stalled", "convolver.missed-cycles",
             "convolver.late-levels", "convolver.helper-margin-p99-us", "convolver.busy-p99-us", "convolver.busy-max-us", "convolver.plan",
             "convolver.rate",
             "convolver.split-parts", "convolver.late-splits",

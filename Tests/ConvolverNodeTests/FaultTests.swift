@@ -272,6 +272,35 @@ final class FaultTests: XCTestCase {
             .assertExact(entries: try ImpulseEntry.parallel(channels: 2, file: path("ir.wav")), label: "stalls")
     }
 
+    // MARK: - Own late cycles
+
+    /// The negative test of `convolver.late-cycles-own`'s stall filter: a node whose data-thread
+    /// level is too heavy for its call (`test.fault = overrun-data-thread-jobs`: each such job lasts
+    /// one and a half periods; a 1 s IR at quantum 256 has one such level) makes those cycles late
+    /// by its own work, every time the level runs. They must count as its own, not as stalls of the
+    /// machine: a job slow every time is work, however slow.
+    func testADataThreadLevelTooHeavyForItsCallCountsAsOwnLateCycles() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: 3), to: path("input.wav"))
+        let client = try ModuleClient.start(
+            daemon, name: "conv-overrun",
+            arguments: "node.name = conv-overrun audio.position = [ FL FR ] filename = \"\(path("ir.wav"))\" "
+                + "test.fault = overrun-data-thread-jobs")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-overrun", count: 4, timeout: 30)
+        try PlayThrough(daemon: daemon, nodeName: "conv-overrun")
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 3, tailSeconds: 0.3, tag: "overrun") {}
+        usleep(1_500_000)  // the node publishes its statistics once a second
+        let own = Int(try statistic("conv-overrun", "convolver.late-cycles-own")) ?? -1
+        let stalled = Int(try statistic("conv-overrun", "convolver.late-cycles-stalled")) ?? -1
+        let plan = try statistic("conv-overrun", "convolver.plan")
+        print("overrun: own late cycles \(own), stalled \(stalled), late \(try statistic("conv-overrun", "convolver.late-cycles")), plan \(plan)")
+        // 3 s at quantum 256 are 560 calls; a data-thread level of 1024 or 2048 frames runs in 140 or 70.
+        XCTAssertGreaterThan(own, 30, "plan \(plan)")
+        XCTAssertLessThan(stalled, own / 4, "a job slow every time is the node's own work")
+        XCTAssertTrue(client.isRunning, "client log:\n\(client.log)")
+    }
+
     // MARK: - Denormals
 
     /// A loud burst, then a fade that ends in denormal samples (what a reverb or fade upstream

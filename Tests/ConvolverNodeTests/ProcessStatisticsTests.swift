@@ -27,17 +27,37 @@ final class ProcessStatisticsTests: XCTestCase {
         XCTAssertEqual(statistics.missedCycles.load(ordering: .relaxed), 1 + 2)
     }
 
-    func testLateCyclesStartedLateAndOwn() {
+    func testLateCyclesStartedLateOwnAndStalled() {
         let statistics = ProcessStatistics()
         let period: UInt64 = 5_333_333  // 256 frames at 48 kHz
-        statistics.record(busyNanos: 40_000, late: false, periodNanos: period, ownNanos: 30_000)
-        statistics.record(busyNanos: 40_000, late: true, periodNanos: period, ownNanos: 30_000)  // woken too late
-        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 5_900_000)  // its own work too long
-        statistics.record(busyNanos: 6_000_000, late: true, periodNanos: period, ownNanos: 50_000)  // stalled midway
-        statistics.record(busyNanos: 6_000_000, late: false, periodNanos: period, ownNanos: 5_900_000)
-        XCTAssertEqual(statistics.calls.load(ordering: .relaxed), 5)
-        XCTAssertEqual(statistics.lateCycles.load(ordering: .relaxed), 3)
+        func call(busy: UInt64, cpu: UInt64, wait: UInt64 = 0, late: Bool) {
+            statistics.record(CallTimes(busy: busy, cpu: cpu, wait: wait), frameCount: 256, periodNanos: period, late: late)
+        }
+        for _ in 0..<50 { call(busy: 40_000, cpu: 30_000, late: false) }
+        call(busy: 40_000, cpu: 30_000, late: true)  // woken too late
+        call(busy: 6_000_000, cpu: 50_000, late: true)  // preempted midway
+        call(busy: 6_000_000, cpu: 5_990_000, late: true)  // one call 150 times its usual: the machine held it
+        call(busy: 6_000_000, cpu: 40_000, wait: 5_900_000, late: true)  // waited for a helper
+        call(busy: 6_000_000, cpu: 5_900_000, late: false)
+        XCTAssertEqual(statistics.calls.load(ordering: .relaxed), 55)
+        XCTAssertEqual(statistics.lateCycles.load(ordering: .relaxed), 4)
         XCTAssertEqual(statistics.lateCyclesStartedLate.load(ordering: .relaxed), 1)
-        XCTAssertEqual(statistics.lateCyclesOwn.load(ordering: .relaxed), 1, "only the call whose own CPU time and waits passed the period")
+        XCTAssertEqual(statistics.lateCyclesStalled.load(ordering: .relaxed), 1)
+        XCTAssertEqual(statistics.lateCyclesOwn.load(ordering: .relaxed), 1, "only the call that waited for a helper past the period")
+    }
+
+    /// Work that is long every time is the node's own, from the first call on; and a stall inside a
+    /// data-thread job (gauged by the scheduler) is taken out of the call's CPU time.
+    func testSteadyOverrunsAreOwnAndStallsInJobsAreNot() {
+        let statistics = ProcessStatistics()
+        let period: UInt64 = 1_333_333  // 64 frames at 48 kHz
+        for _ in 0..<20 {
+            statistics.record(CallTimes(busy: 1_500_000, cpu: 1_490_000), frameCount: 64, periodNanos: period, late: true)
+        }
+        XCTAssertEqual(statistics.lateCyclesOwn.load(ordering: .relaxed), 20)
+        let job = CallTimes(busy: 3_000_000, cpu: 2_990_000, jobs: 2_950_000, stalledInJobs: 2_900_000)
+        statistics.record(job, frameCount: 64, periodNanos: period, late: true)
+        XCTAssertEqual(statistics.lateCyclesOwn.load(ordering: .relaxed), 20)
+        XCTAssertEqual(statistics.lateCyclesStalled.load(ordering: .relaxed), 1)
     }
 }
