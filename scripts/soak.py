@@ -146,13 +146,17 @@ context.modules = [
         late_cycles = int(end["convolver.late-cycles"]) - int(start["convolver.late-cycles"])
         started_late = (int(end["convolver.late-cycles-started-late"])
                         - int(start["convolver.late-cycles-started-late"]))
-        own_late_cycles = late_cycles - started_late
+        def grown(key):
+            return int(end[key]) - int(start[key])
+        own_late_cycles = grown("convolver.late-cycles-own")
+        stalled = grown("convolver.late-cycles-stalled")
         late_levels = int(end["convolver.late-levels"]) - int(start["convolver.late-levels"])
         calls = int(end["convolver.calls"]) - int(start["convolver.calls"])
         growth = rss_end - rss_start
         print("soak result:")
         print(f"  calls {calls}, late cycles {late_cycles}: {own_late_cycles} from the node's own work (goal 0), "
-              f"{started_late} started late; late levels {late_levels} (goal 0)")
+              f"{started_late} started late, {stalled} stalled by the machine, the rest preempted midway; "
+              f"late levels {late_levels} (goal 0)")
         print(f"  RSS start {rss_start} KiB, end {rss_end} KiB, growth {growth} KiB (goal < 1024)")
         if margins:
             print(f"  helper deadline margin p99 (convolver.helper-margin-p99-us, sampled every 10 s): min {min(margins):.1f} µs, "

@@ -9,7 +9,7 @@
 /// times longer. A stage that is slow every time it runs stays work: its median follows it.
 ///
 /// Real-time safe: plain arithmetic on two integers.
-public struct StallGauge: Sendable, Equatable {
+public struct StallGauge: Sendable {
     /// A run longer than `stallFactor` times the usual time plus `stallMarginNanos` is a stall.
     /// Cold caches make a small stage's run up to ten times its usual (docs/facts.md, "Cold code"),
     /// but that is microseconds: the margin keeps them work.
