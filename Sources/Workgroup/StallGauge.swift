@@ -8,7 +8,7 @@
 /// node's own overrun. A stage's work is the same size from run to run; a stall is one run many
 /// times longer. A stage that is slow every time it runs stays work: its median follows it.
 ///
-/// Real-time safe: plain arithmetic on two integers.
+/// Real-time safe: integer arithmetic on one stored value.
 public struct StallGauge: Sendable {
     /// A run longer than `stallFactor` times the usual time plus `stallMarginNanos` is a stall.
     /// Cold caches make a small stage's run up to ten times its usual (docs/facts.md, "Cold code"),
