@@ -13,8 +13,8 @@ public struct StallGauge: Sendable {
     /// A run longer than `stallFactor` times the usual time plus `stallMarginNanos` is a stall.
     /// Cold caches make a small stage's run up to ten times its usual (docs/facts.md, "Cold code"),
     /// but that is microseconds: the margin keeps them work.
-    public static let stallFactor: UInt64 = 8
-    public static let stallMarginNanos: UInt64 = 200_000
+    private static let stallFactor: UInt64 = 8
+    private static let stallMarginNanos: UInt64 = 200_000
 
     /// The running median of the runs' wall times, ns (0: no run yet).
     public private(set) var usualNanos: UInt64 = 0
