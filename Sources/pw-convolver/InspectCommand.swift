@@ -164,9 +164,11 @@ enum InspectCommand: Command {
         for (index, level) in plan.levels.enumerated() {
             let thread = index == 0 || tails[index - 1].runsOnDataThread ? "data thread" : "helper"
             let job = index == 0 ? "" : String(cFormat: ", job %.0f µs", tails[index - 1].estimatedJobNanoseconds / 1000)
+            let shape =
+                level.isDirect
+                ? "direct, \(level.blockSize) taps" : String(cFormat: "block %5d x %4d segments", level.blockSize, level.segmentCount)
             lines.append(
-                "  level \(index) (\(thread)): " + String(cFormat: "block %5d x %4d segments", level.blockSize, level.segmentCount)
-                    + job
+                "  level \(index) (\(thread)): " + shape + job
                     + String(
                         cFormat: ", IR %.1f-%.1f ms", 1000 * Double(level.offset) / sampleRate,
                         1000 * Double(level.end) / sampleRate))

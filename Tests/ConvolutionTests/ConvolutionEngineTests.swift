@@ -216,14 +216,20 @@ final class ConvolutionEngineTests: XCTestCase {
     }
 
     func testProcessAllocatesNothingAfterWarmUp() throws {
+        try assertProcessAllocatesNothingAfterWarmUp(impulseLength: 50000, configuration: .init(expectedBlockSize: 64))
+        try assertProcessAllocatesNothingAfterWarmUp(
+            impulseLength: 48, configuration: .init(fixedPlan: PartitionPlan(levels: [.direct(taps: 48)])))
+    }
+
+    private func assertProcessAllocatesNothingAfterWarmUp(impulseLength: Int, configuration: EngineConfiguration) throws {
         var generator = SeededGenerator(seed: 8)
         let matrix = ConvolutionMatrix(
             inputCount: 2, outputCount: 2,
             entries: [
-                .init(input: 0, output: 0, impulse: .noise(50000, using: &generator)),
-                .init(input: 1, output: 1, impulse: .noise(50000, using: &generator)),
+                .init(input: 0, output: 0, impulse: .noise(impulseLength, using: &generator)),
+                .init(input: 1, output: 1, impulse: .noise(impulseLength, using: &generator)),
             ])
-        let engine = try ConvolutionEngine(matrix: matrix, configuration: .init(expectedBlockSize: 64))
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
         let frames = 8192
         let input = AlignedFloats(count: frames), left = AlignedFloats(count: frames), right = AlignedFloats(count: frames)
         for n in 0..<frames { input.pointer[n] = Float.random(in: -1...1, using: &generator) }
@@ -242,6 +248,32 @@ final class ConvolutionEngineTests: XCTestCase {
         allocation_counter_watch_current_thread(0)
         XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations in process()")
         XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks in process()")
+    }
+
+    /// A direct head (the IR summed in the time domain) matches direct convolution whatever the
+    /// call sizes: shorter than its history, longer than its largest piece, changing from call to call;
+    /// and after a reset it gives the same output again.
+    func testDirectHeadMatchesDirectConvolution() throws {
+        var generator = SeededGenerator(seed: 12)
+        let callSizeChoices = [1, 2, 5, 31, 64, 256, 700, 1024, 1500, 3000]
+        for trial in 0..<6 {
+            let inputCount = Int.random(in: 1...2, using: &generator)
+            let outputCount = Int.random(in: 1...3, using: &generator)
+            let maxTaps = [1, 48, PartitionPlanner.maxDirectTaps][trial % 3]
+            let matrix = randomMatrix(
+                inputCount: inputCount, outputCount: outputCount, crossed: trial % 2 == 0,
+                impulseLengths: 1...maxTaps, using: &generator)
+            let configuration = EngineConfiguration(fixedPlan: PartitionPlan(levels: [.direct(taps: matrix.impulseLength)]))
+            let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
+            let inputs = (0..<inputCount).map { _ in [Float].noise(9000, using: &generator) }
+            let callSizes = (0..<12).map { _ in callSizeChoices.randomElement(using: &generator)! }
+            assertMatchesDirectConvolution(matrix, engine, inputs: inputs, callSizes: callSizes)
+            engine.reset()
+            let again = try ConvolutionEngine(matrix: matrix, configuration: configuration)
+            XCTAssertTrue(
+                run(engine, inputs, callSizes: callSizes) == run(again, inputs, callSizes: callSizes),
+                "after a reset, the output of a new engine: \(engine.plan)")
+        }
     }
 
     /// Plans of many short tail levels, single-segment levels among them, must match direct

@@ -33,7 +33,7 @@ final class PartitionPlannerTests: XCTestCase {
     /// Fixed machine costs (N log N FFTs), so the choice is deterministic.
     private static let costs = MachineCosts(
         fftPairNanoseconds: Dictionary(uniqueKeysWithValues: (6...15).map { 1 << $0 }.map { ($0, 0.5 * Double($0) * log2(Double($0))) }),
-        multiplyAddNanosecondsPerBin: 0.7)
+        multiplyAddNanosecondsPerBin: 0.7, directTapNanoseconds: 0.05)
 
     private static func problem(seconds: Double, quantum: Int, placement: LevelPlacement?) -> PartitionPlanner.Problem {
         var problem = PartitionPlanner.Problem(
@@ -84,16 +84,48 @@ final class PartitionPlannerTests: XCTestCase {
         XCTAssertLessThan(helperJobsPerSecond(overhead: 500_000), helperJobsPerSecond(overhead: 0))
     }
 
+    /// An IR of a few dozen taps is summed in the time domain where that beats an FFT head live
+    /// (its first transform of a call cold); a long one, or taps priced dear, never is.
+    func testShortImpulsesGetADirectHeadWhereItIsCheaper() throws {
+        func plan(taps: Int, quantum: Int, costs: MachineCosts = Self.costs) -> PartitionPlan {
+            PartitionPlanner.plan(Self.problem(taps: taps, quantum: quantum), costs: costs)
+        }
+        for quantum in [64, 256, 1024] {
+            XCTAssertEqual(plan(taps: 48, quantum: quantum).levels, [.direct(taps: 48)])
+            XCTAssertFalse(plan(taps: PartitionPlanner.maxDirectTaps + 1, quantum: quantum).head.isDirect)
+        }
+        XCTAssertEqual("\(plan(taps: 48, quantum: 256))", "direct 48")
+        var dear = Self.costs
+        dear.directTapNanoseconds = 5
+        XCTAssertFalse(plan(taps: 48, quantum: 256, costs: dear).head.isDirect, "\(plan(taps: 48, quantum: 256, costs: dear))")
+
+        XCTAssertNoThrow(try PartitionPlan(levels: [.direct(taps: 1)]).validate())
+        for levels: [PartitionPlan.Level] in [
+            [.direct(taps: 0)], [.direct(taps: PartitionPlanner.maxDirectTaps + 1)],
+            [.direct(taps: 64), .init(blockSize: 64, segmentCount: 1, offset: 128)],
+            [.init(blockSize: 64, segmentCount: 2, offset: 0), .init(blockSize: 64, segmentCount: 1, offset: 128, isDirect: true)],
+        ] {
+            XCTAssertThrowsError(try PartitionPlan(levels: levels).validate(), "\(levels)")
+        }
+    }
+
+    private static func problem(taps: Int, quantum: Int) -> PartitionPlanner.Problem {
+        PartitionPlanner.Problem(
+            impulseLength: taps, inputCount: 2, outputCount: 2, entryCount: 2, expectedBlockSize: quantum,
+            maxPartitionSize: 16384)
+    }
+
     /// The planner's costs are the median of this process's measurement and the last ones on this
     /// CPU model: per cost, over the measurements that have it.
     func testMachineCostsAreTheMedianOfEachCost() {
         let measurements =
             [(100.0, 5.0), (300, 9), (200, 1)].map { fft, multiplyAdd in
-                MachineCosts(fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBin: multiplyAdd)
-            } + [MachineCosts(fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBin: 6)]
+                MachineCosts(fftPairNanoseconds: [64: fft], multiplyAddNanosecondsPerBin: multiplyAdd, directTapNanoseconds: multiplyAdd / 10)
+            } + [MachineCosts(fftPairNanoseconds: [64: 250, 128: 700], multiplyAddNanosecondsPerBin: 6, directTapNanoseconds: 0.6)]
         let median = MachineCosts.median(of: measurements)
         XCTAssertEqual(median.fftPairNanoseconds, [64: 225, 128: 700], "even count: mean of the middle two")
         XCTAssertEqual(median.multiplyAddNanosecondsPerBin, 5.5)
+        XCTAssertEqual(median.directTapNanoseconds, 0.55, accuracy: 1e-12)
         XCTAssertEqual(MachineCosts.median(of: measurements.prefix(3)).fftPairNanoseconds, [64: 200])
     }
 
@@ -107,22 +139,24 @@ final class PartitionPlannerTests: XCTestCase {
         let measurements = (1...12).map {
             MachineCosts(
                 fftPairNanoseconds: [64: Double($0), 32768: 1e5 + Double($0)],
-                multiplyAddNanosecondsPerBin: 0.25 * Double($0))
+                multiplyAddNanosecondsPerBin: 0.25 * Double($0), directTapNanoseconds: 0.01 * Double($0))
         }
         history.save(measurements)
         let loaded = history.load()
         XCTAssertEqual(loaded.map(\.fftPairNanoseconds), measurements.suffix(MachineCostsHistory.kept).map(\.fftPairNanoseconds))
         XCTAssertEqual(loaded.map(\.multiplyAddNanosecondsPerBin), (4...12).map { 0.25 * Double($0) })
+        XCTAssertEqual(loaded.map(\.directTapNanoseconds), (4...12).map { 0.01 * Double($0) })
 
         XCTAssertEqual(MachineCostsHistory(path: history.path, cpu: "CPU B").load().count, 0, "costs of another CPU model")
-        let good = "costs multiply-add=5 fft64=100"
+        let good = "costs multiply-add=5 direct-tap=0.1 fft64=100"
         try (["cpu CPU A @ 3.0GHz", good].joined(separator: "\n")).write(toFile: history.path, atomically: true, encoding: .utf8)
         XCTAssertEqual(history.load().count, 0, "costs measured with older kernels")
         let text = [
             history.header, good,
-            "costs multiply-add=5 fft64=fast",
-            "costs multiply-add=-1 fft64=100",
-            "costs multiply-add=5 fft63=100",
+            "costs multiply-add=5 direct-tap=0.1 fft64=fast",
+            "costs multiply-add=-1 direct-tap=0.1 fft64=100",
+            "costs multiply-add=5 direct-tap=0.1 fft63=100",
+            "costs multiply-add=5 fft64=100",
             "costs fft64=100", "costs multiply-add-cached=2 multiply-add-streaming=5 fft64=100", "garbage", good,
         ].joined(separator: "\n")
         try text.write(toFile: history.path, atomically: true, encoding: .utf8)

@@ -21,7 +21,7 @@ public final class ConvolutionEngine: LevelJobRunner {
 
     private let routing: Routing
     private let history: InputHistory
-    private let head: HeadLevel
+    private let head: any Head
     private let tails: [TailLevel]
     private let scheduler: any LevelJobScheduler
     /// Samples processed since the start (or the last reset).
@@ -46,13 +46,16 @@ public final class ConvolutionEngine: LevelJobRunner {
         history = InputHistory(channelCount: inputCount, minimumCapacity: 8 * largestBlock + 16384)
         // The levels keep the IR as spectra: the samples are not kept (a long IR's megabytes).
         let impulses = sortedEntries.map(\.impulse)
-        head = HeadLevel(plan.head, impulses: impulses, routing: routing)
+        head =
+            plan.head.isDirect
+            ? DirectHead(tapCount: plan.head.blockSize, impulses: impulses, routing: routing)
+            : HeadLevel(plan.head, impulses: impulses, routing: routing)
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
         let schedules = scheduler.usesLevelSchedules ? PartitionPlanner.tailSchedules(plan.levels, problem, .measured) : []
         let partCount = try scheduler.prepare(
             runner: self, levels: schedules,
-            split: SplitShare(unitCount: outputCount, expectedCallFrames: configuration.expectedBlockSize))
+            split: SplitShare(unitCount: head.splitUnitCount, expectedCallFrames: configuration.expectedBlockSize))
         head.configureSplit(partCount: partCount, routing: routing)
         if let seconds = configuration.testDroppedTailBlockSeconds, let longest = tails.last {
             longest.testDroppedBlock = max(0, Int(seconds * configuration.sampleRate) - longest.offset) / longest.blockSize
@@ -81,7 +84,7 @@ public final class ConvolutionEngine: LevelJobRunner {
         while done < frameCount {
             // A piece never crosses a head block boundary, and every level's block boundaries and
             // offsets are head block boundaries: so within a piece no level changes block.
-            let length = min(frameCount - done, head.blockSize - head.fill)
+            let length = min(frameCount - done, head.frameRoom)
             for channel in 0..<inputCount {
                 history.write(channel: channel, from: inputs[channel].map { $0 + done }, count: length, at: position)
             }

@@ -65,9 +65,16 @@ extension PartitionPlan {
     /// Checks the invariants the engine relies on.
     public func validate() throws {
         guard let head = levels.first, head.offset == 0 else { throw EngineConfigurationError.invalidPlan("no head level at offset 0") }
+        if head.isDirect {
+            guard levels.count == 1, head.segmentCount == 1, (1...PartitionPlanner.maxDirectTaps).contains(head.blockSize) else {
+                throw EngineConfigurationError.invalidPlan(
+                    "a direct head is the only level, of 1 to \(PartitionPlanner.maxDirectTaps) taps: \(self)")
+            }
+            return
+        }
         for (index, level) in levels.enumerated() {
             let isPowerOfTwo = level.blockSize >= 16 && level.blockSize & (level.blockSize - 1) == 0
-            guard isPowerOfTwo, level.segmentCount >= 1 else {
+            guard isPowerOfTwo, level.segmentCount >= 1, !level.isDirect else {
                 throw EngineConfigurationError.invalidPlan("level \(index): block \(level.blockSize) x \(level.segmentCount)")
             }
             guard index > 0 else { continue }

@@ -7,7 +7,7 @@
 /// mixed with the last block's overlap (`mix`). With a fork-join split (`HeadSplit`) the per-output
 /// work is cut into parts that run concurrently; the sums and their order stay the same, so the
 /// output is the same to the bit.
-final class HeadLevel {
+final class HeadLevel: Head {
     let blockSize: Int
     var segmentCount: Int { delayLine.segmentCount }
     let outputCount: Int
@@ -52,7 +52,9 @@ final class HeadLevel {
 
     deinit { olderSumBlock.deallocate() }
 
-    /// Into how many parts the per-output work is cut on each call (1: not split).
+    var frameRoom: Int { blockSize - fill }
+    /// The per-output work splits by output.
+    var splitUnitCount: Int { outputCount }
     var partCount: Int { split?.partCount ?? 1 }
 
     /// Cuts the per-output work into `partCount` parts (at most one per output). Setup only,

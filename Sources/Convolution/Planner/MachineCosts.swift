@@ -1,7 +1,8 @@
 import Glibc
 
 /// What the planner needs to know about this machine, measured on it: the time of a real FFT
-/// (forward + inverse) per size, and of one complex multiply-add per bin.
+/// (forward + inverse) per size, of one complex multiply-add per bin, and of one tap of a direct
+/// (time-domain) head per output sample.
 public struct MachineCosts: Sendable {
     /// Nanoseconds for one forward plus one inverse real FFT, by FFT size.
     public var fftPairNanoseconds: [Int: Double]
@@ -10,6 +11,15 @@ public struct MachineCosts: Sendable {
     /// however few they are: priced at the in-cache cost (a third of this), plans took long
     /// delay lines where levels of larger blocks cost less (docs/facts.md, "Pricing multiply-adds").
     public var multiplyAddNanosecondsPerBin: Double
+    /// Nanoseconds per tap and output sample of `DirectHead`'s sums, in cache (its taps and window
+    /// are a few kilobytes, read again on every call).
+    public var directTapNanoseconds: Double
+
+    public init(fftPairNanoseconds: [Int: Double], multiplyAddNanosecondsPerBin: Double, directTapNanoseconds: Double) {
+        self.fftPairNanoseconds = fftPairNanoseconds
+        self.multiplyAddNanosecondsPerBin = multiplyAddNanosecondsPerBin
+        self.directTapNanoseconds = directTapNanoseconds
+    }
 
     public func fftPair(_ size: Int) -> Double {
         if let measured = fftPairNanoseconds[size] { return measured }
@@ -20,6 +30,8 @@ public struct MachineCosts: Sendable {
     }
 
     public func multiplyAdd(bins: Int) -> Double { Double(bins) * multiplyAddNanosecondsPerBin }
+
+    public func directTaps(_ tapSamples: Double) -> Double { tapSamples * directTapNanoseconds }
 
     /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
     /// then the median of that and the last measurements on this CPU model (`MachineCostsHistory`).
@@ -46,7 +58,8 @@ public struct MachineCosts: Sendable {
                 uniqueKeysWithValues: sizes.map { size in
                     (size, median(measurements.compactMap { $0.fftPairNanoseconds[size] }))
                 }),
-            multiplyAddNanosecondsPerBin: median(measurements.map(\.multiplyAddNanosecondsPerBin)))
+            multiplyAddNanosecondsPerBin: median(measurements.map(\.multiplyAddNanosecondsPerBin)),
+            directTapNanoseconds: median(measurements.map(\.directTapNanoseconds)))
     }
 
     public static func measure(fftSizes: [Int]) -> MachineCosts {
@@ -69,7 +82,25 @@ public struct MachineCosts: Sendable {
         }
         return MachineCosts(
             fftPairNanoseconds: fftTimes,
-            multiplyAddNanosecondsPerBin: multiplyAddCost())
+            multiplyAddNanosecondsPerBin: multiplyAddCost(), directTapNanoseconds: directTapCost())
+    }
+
+    /// A 64-tap direct head's sums over calls of 256 frames.
+    private static func directTapCost() -> Double {
+        let taps = 64, frames = 256, repetitions = 200
+        let window = AlignedFloats(count: taps + frames + DirectHead.stride)
+        let tapValues = AlignedFloats(count: taps)
+        let sums = AlignedFloats(count: frames + DirectHead.stride)
+        for n in 0..<taps { tapValues.pointer[n] = Float(n % 5) * 0.01 }
+        for n in 0..<(taps + frames) { window.pointer[n] = Float(n % 7) - 3 }
+        let time = fastestOf(3) {
+            for _ in 0..<repetitions {
+                DirectHead.accumulate(
+                    into: sums.pointer, window: window.pointer, taps: tapValues.pointer, tapCount: taps, count: frames)
+                sums.pointer[0] = 0  // keep values bounded
+            }
+        }
+        return time / Double(repetitions * taps * frames)
     }
 
     /// One accumulator against many (x, h) spectrum pairs, as a delay line does, over more spectra

@@ -14,7 +14,7 @@ enum UserCache {
 /// The last few machine-cost measurements on this CPU model, one line each, in a small text file
 /// (a debug build keeps its own, `machine-costs-debug`: its unoptimised kernels cost many times
 /// more and must not move a release build's median):
-/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add=<ns> fft<size>=<ns> ...`.
+/// `cpu <model>, kernels <version>`, then per measurement `costs multiply-add=<ns> direct-tap=<ns> fft<size>=<ns> ...`.
 /// A file written for another CPU model or other kernels counts as empty; a line that does not read
 /// back is left out (and dropped by the next save).
 struct MachineCostsHistory {
@@ -23,8 +23,8 @@ struct MachineCostsHistory {
     /// Bumped whenever the measured kernels change, so that their old costs do not move the median:
     /// 2 = FFTW's interleaved plans, 3 = the AVX multiply-add, 4 = one half-size complex FFT plan,
     /// 5 = spectra in 16-bin groups, 6 = multiply-adds measured from memory only, 7 = the AVX
-    /// multiply-add prefetches ahead.
-    static let kernelsVersion = 7
+    /// multiply-add prefetches ahead, 8 = the direct head's taps.
+    static let kernelsVersion = 8
     #if DEBUG
     var path = UserCache.path("machine-costs-debug")
     #else
@@ -51,7 +51,7 @@ struct MachineCostsHistory {
 
     private static func line(for costs: MachineCosts) -> String {
         ([
-            "costs", "multiply-add=\(costs.multiplyAddNanosecondsPerBin)",
+            "costs", "multiply-add=\(costs.multiplyAddNanosecondsPerBin)", "direct-tap=\(costs.directTapNanoseconds)",
         ]
             + costs.fftPairNanoseconds.keys.sorted().map { "fft\($0)=\(costs.fftPairNanoseconds[$0]!)" })
             .joined(separator: " ")
@@ -61,20 +61,21 @@ struct MachineCostsHistory {
         let fields = line.split(separator: " ")
         guard fields.first == "costs" else { return nil }
         var ffts: [Int: Double] = [:]
-        var multiplyAdd: Double?
+        var multiplyAdd: Double?, directTap: Double?
         for field in fields.dropFirst() {
             let pair = field.split(separator: "=")
             guard pair.count == 2, let value = Double(pair[1]), value.isFinite, value > 0 else { return nil }
             switch pair[0] {
             case "multiply-add": multiplyAdd = value
+            case "direct-tap": directTap = value
             case let key where key.hasPrefix("fft"):
                 guard let size = Int(key.dropFirst(3)), size >= 2, size & (size - 1) == 0 else { return nil }
                 ffts[size] = value
             default: return nil
             }
         }
-        guard !ffts.isEmpty, let multiplyAdd else { return nil }
-        return MachineCosts(fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBin: multiplyAdd)
+        guard !ffts.isEmpty, let multiplyAdd, let directTap else { return nil }
+        return MachineCosts(fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBin: multiplyAdd, directTapNanoseconds: directTap)
     }
 
     /// The first `model name` of /proc/cpuinfo ("unknown" if none).

@@ -1,6 +1,8 @@
 /// How the impulse response is cut into levels of growing block size.
 ///
-/// Level 0, the head, runs on the data thread on every call (zero latency). Each later level `k`
+/// Level 0, the head, runs on the data thread on every call (zero latency): FFT blocks, or for an IR
+/// of a few dozen taps, sums in the time domain (a direct head: the plan's only level, its block
+/// size the number of taps). Each later level `k`
 /// covers IR samples `offset ..< offset + segmentCount * blockSize` with a uniform partition; it may
 /// start only at `offset >= 2 * blockSize`, so its result is due a full period after its input block
 /// completes: time to run it asynchronously.
@@ -10,13 +12,19 @@ public struct PartitionPlan: Sendable, Equatable, CustomStringConvertible {
         public var segmentCount: Int
         /// First IR sample this level covers.
         public var offset: Int
+        /// Summed in the time domain (`DirectHead`): `blockSize` taps, one segment.
+        public var isDirect: Bool
         public var end: Int { offset + blockSize * segmentCount }
 
-        public init(blockSize: Int, segmentCount: Int, offset: Int) {
+        public init(blockSize: Int, segmentCount: Int, offset: Int, isDirect: Bool = false) {
             self.blockSize = blockSize
             self.segmentCount = segmentCount
             self.offset = offset
+            self.isDirect = isDirect
         }
+
+        /// A direct head of `taps` taps.
+        public static func direct(taps: Int) -> Level { Level(blockSize: taps, segmentCount: 1, offset: 0, isDirect: true) }
     }
 
     public var levels: [Level]
@@ -35,10 +43,11 @@ public struct PartitionPlan: Sendable, Equatable, CustomStringConvertible {
     public var head: Level { levels[0] }
     public var tails: ArraySlice<Level> { levels.dropFirst() }
 
-    /// "256x4 | 512x2@1024 | ..." : block size x segments @ IR offset.
+    /// "256x4 | 512x2@1024 | ..." : block size x segments @ IR offset; "direct 48": 48 taps summed.
     public var description: String {
         levels.map { level in
-            level.offset == 0
+            if level.isDirect { return "direct \(level.blockSize)" }
+            return level.offset == 0
                 ? "\(level.blockSize)x\(level.segmentCount)"
                 : "\(level.blockSize)x\(level.segmentCount)@\(level.offset)"
         }.joined(separator: " | ")
@@ -113,7 +122,31 @@ public enum PartitionPlanner {
                 }
             }
         }
+        if let direct = directPlan(problem, costs), direct.cost < best!.cost + coldTransformsCost(best!.plan.head, problem, costs) {
+            return direct.plan
+        }
         return best!.plan
+    }
+
+    /// The longest IR a direct head sums (a quantum of 1024 then takes 256 × 1024 sums per entry).
+    public static let maxDirectTaps = 256
+
+    /// A direct head for the whole IR, and its weighted cost; nil when the IR is too long for one.
+    static func directPlan(_ problem: Problem, _ costs: MachineCosts) -> (cost: Double, plan: PartitionPlan)? {
+        guard problem.impulseLength <= maxDirectTaps else { return nil }
+        let taps = max(1, problem.impulseLength)
+        let fraction = costs.directTaps(problem.sampleRate * Double(problem.entryCount * taps)) / 1e9
+        let plan = PartitionPlan(
+            levels: [.direct(taps: taps)], estimatedCoreFraction: fraction, estimatedDataThreadCoreFraction: fraction)
+        return (dataThreadWeight * fraction, plan)
+    }
+
+    /// What the warm costs above leave out of an FFT head, weighted as data-thread time: live, each
+    /// call's first transform finds FFTW's code and tables cold and costs about ten warm ones
+    /// (docs/facts.md, "Cold code"). A direct head's few kilobytes of sums have no such cost.
+    static func coldTransformsCost(_ head: PartitionPlan.Level, _ problem: Problem, _ costs: MachineCosts) -> Double {
+        let callsPerSecond = problem.sampleRate / Double(max(1, problem.expectedBlockSize))
+        return dataThreadWeight * callsPerSecond * 9 * costs.fftPair(2 * head.blockSize) / 2 / 1e9
     }
 
     /// Levels for the given block sizes, each switching to the next as early as allowed
