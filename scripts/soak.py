@@ -143,15 +143,14 @@ context.modules = [
                 raise SystemExit(f"soak: a process ended early (host {host.poll()}, player {player.poll()}); logs in {work}")
         end = node_props(NODE)
         rss_end = rss_kib(host.pid)
-        late_cycles = int(end["convolver.late-cycles"]) - int(start["convolver.late-cycles"])
-        started_late = (int(end["convolver.late-cycles-started-late"])
-                        - int(start["convolver.late-cycles-started-late"]))
         def grown(key):
             return int(end[key]) - int(start[key])
+        late_cycles = grown("convolver.late-cycles")
+        started_late = grown("convolver.late-cycles-started-late")
         own_late_cycles = grown("convolver.late-cycles-own")
         stalled = grown("convolver.late-cycles-stalled")
-        late_levels = int(end["convolver.late-levels"]) - int(start["convolver.late-levels"])
-        calls = int(end["convolver.calls"]) - int(start["convolver.calls"])
+        late_levels = grown("convolver.late-levels")
+        calls = grown("convolver.calls")
         growth = rss_end - rss_start
         print("soak result:")
         print(f"  calls {calls}, late cycles {late_cycles}: {own_late_cycles} from the node's own work (goal 0), "
