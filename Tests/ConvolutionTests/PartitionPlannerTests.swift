@@ -162,4 +162,16 @@ final class PartitionPlannerTests: XCTestCase {
         try text.write(toFile: history.path, atomically: true, encoding: .utf8)
         XCTAssertEqual(history.load().map(\.fftPairNanoseconds), [[64: 100], [64: 100]])
     }
+
+    /// Two hosts a virtual machine names alike keep separate histories when one has AVX-512.
+    func testTheCPUNameTellsVectorUnitsApart() {
+        func cpuinfo(_ flags: String) -> String {
+            "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 \(flags)\n\nprocessor\t: 1\n"
+        }
+        XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: cpuinfo("avx avx2 fma")), "AMD EPYC (avx2)")
+        XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: cpuinfo("avx avx2 avx512f avx512bw")), "AMD EPYC (avx512f)")
+        XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: cpuinfo("ssse3")), "AMD EPYC")
+        XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: ""), "unknown")
+        XCTAssertNotEqual(MachineCostsHistory.cpuModel(), "unknown", "this machine's /proc/cpuinfo names its CPU")
+    }
 }

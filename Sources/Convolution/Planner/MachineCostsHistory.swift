@@ -78,11 +78,20 @@ struct MachineCostsHistory {
         return MachineCosts(fftPairNanoseconds: ffts, multiplyAddNanosecondsPerBin: multiplyAdd, directTapNanoseconds: directTap)
     }
 
-    /// The first `model name` of /proc/cpuinfo ("unknown" if none).
-    static func cpuModel() -> String {
-        let info = SystemFiles.readText("/proc/cpuinfo") ?? ""
-        let line = info.split(separator: "\n").first { $0.hasPrefix("model name") }
-        let model = line?.split(separator: ":", maxSplits: 1).last.map { String($0.drop(while: \.isWhitespace)) } ?? ""
-        return model.isEmpty ? "unknown" : model
+    /// This machine's CPU, as `cpuModel(cpuinfo:)` names it from /proc/cpuinfo.
+    static func cpuModel() -> String { cpuModel(cpuinfo: SystemFiles.readText("/proc/cpuinfo") ?? "") }
+
+    /// The first `model name` ("unknown" if none) and the widest vector unit its `flags` list: a
+    /// virtual machine may name AVX2-only and AVX-512 hosts alike ("AMD EPYC"), and FFTW's costs
+    /// differ between them.
+    static func cpuModel(cpuinfo: String) -> String {
+        func field(_ name: String) -> String {
+            let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) }
+            return line?.split(separator: ":", maxSplits: 1).last.map { String($0.drop(while: \.isWhitespace)) } ?? ""
+        }
+        let model = field("model name").isEmpty ? "unknown" : field("model name")
+        let flags = Set(field("flags").split(separator: " ").map(String.init))
+        guard let widest = ["avx512f", "avx2", "avx"].first(where: flags.contains) else { return model }
+        return "\(model) (\(widest))"
     }
 }
