@@ -163,9 +163,9 @@ final class HeadLevel: Head {
     func mix(output: Int, time: UnsafeMutablePointer<Float>, _ piece: Piece) {
         let tail = overlap.pointer + output * blockSize
         if let destination = piece.outputs[output] {
-            for n in 0..<piece.count {
-                destination[piece.outputOffset + n] = time[piece.start + n] + tail[piece.start + n]
-            }
+            // Offsets added once, outside the loop: then it has no overflow checks and is vectorised.
+            let samples = destination + piece.outputOffset, block = time + piece.start, last = tail + piece.start
+            for n in 0..<piece.count { samples[n] = block[n] + last[n] }
         }
         if piece.completesBlock { tail.update(from: time + blockSize, count: blockSize) }
     }
