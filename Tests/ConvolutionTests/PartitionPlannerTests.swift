@@ -172,6 +172,5 @@ final class PartitionPlannerTests: XCTestCase {
         XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: cpuinfo("avx avx2 avx512f avx512bw")), "AMD EPYC (avx512f)")
         XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: cpuinfo("ssse3")), "AMD EPYC")
         XCTAssertEqual(MachineCostsHistory.cpuModel(cpuinfo: ""), "unknown")
-        XCTAssertNotEqual(MachineCostsHistory.cpuModel(), "unknown", "this machine's /proc/cpuinfo names its CPU")
     }
 }

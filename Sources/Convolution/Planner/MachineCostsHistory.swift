@@ -89,7 +89,8 @@ struct MachineCostsHistory {
             let line = cpuinfo.split(separator: "\n").first { $0.hasPrefix(name) }
             return line?.split(separator: ":", maxSplits: 1).last.map { String($0.drop(while: \.isWhitespace)) } ?? ""
         }
-        let model = field("model name").isEmpty ? "unknown" : field("model name")
+        let name = field("model name")
+        let model = name.isEmpty ? "unknown" : name
         let flags = Set(field("flags").split(separator: " ").map(String.init))
         guard let widest = ["avx512f", "avx2", "avx"].first(where: flags.contains) else { return model }
         return "\(model) (\(widest))"
