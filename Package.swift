@@ -73,7 +73,7 @@ let package = Package(
             name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
             exclude: [
                 "Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
-                "Support/sofa_reference.py",
+                "Support/sofa_reference.py", "Support/judge_filter_graph.py", "FilterChainConfigs",
             ]),
     ]
 )

@@ -91,7 +91,7 @@ public final class ConvolverNode {
     private func createTransport(core: OpaquePointer) throws(ConvolverNodeError) {
         let onProps: (UnsafePointer<spa_pod>) -> Void = { [unowned self] pod in self.propsChanged(pod) }
         transport =
-            configuration.mode == .sink
+            configuration.mode != .filter
             ? try SinkTransport(core: core, configuration: configuration, realtime: realtime, onProps: onProps)
             : try FilterTransport(core: core, configuration: configuration, realtime: realtime, onProps: onProps)
         try connect()

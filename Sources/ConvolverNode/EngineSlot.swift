@@ -90,7 +90,8 @@ enum EngineFactory {
         throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?)
     {
         var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
-        let latencyFrames = reportedLatency(configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
+        let declared = configuration.graph?.declaredLatencyFrames(sampleRate: sampleRate).map(IRLatency.samples)
+        let latencyFrames = reportedLatency(declared ?? configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
         guard configuration.autogain else { return (matrix, latencyFrames, nil) }
         let gains = Autogain.gains(matrix, sampleRate: Double(sampleRate))
         matrix = Autogain.apply(gains, to: matrix)
@@ -120,6 +121,9 @@ enum EngineFactory {
         sampleRate: Int
     ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let channelCount = configuration.channelCount
+        if let graph = configuration.graph {
+            return (try graphMatrix(graph, configuration, sampleRate: sampleRate), 0)
+        }
         if configuration.isSOFA, let filename = configuration.filename {
             return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
         }
@@ -156,6 +160,38 @@ enum EngineFactory {
             throw .impulseResponse(key: "impulses", message: "\(error)", errno: EINVAL)
         }
         return (matrix, resamplerDelayFrames)
+    }
+
+    /// filter-chain's graph compiled into one matrix. Each IR file is loaded once per set of
+    /// options, with all its channels; a convolver takes its `channel` (default: its instance's
+    /// index) modulo the file's channels, as filter-chain does.
+    static func graphMatrix(
+        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
+    ) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        var loaded: [String: ImpulseResponse] = [:]
+        return try graph.matrix(
+            inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate
+        ) { node, impulse, instance throws(ConvolverNodeError) in
+            let spec = ImpulseResponse.closestInRate(
+                impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
+            let delay: TimeAmount
+            switch impulse.delay {
+            case .samples(let frames): delay = .samples(frames)
+            case .seconds(let seconds): delay = .seconds(seconds)
+            }
+            let options = ImpulseResponseOptions(
+                offset: .samples(impulse.offset), length: .samples(impulse.length), delay: delay, gain: Float(impulse.gain),
+                resampleQuality: impulse.resampleQuality, preRinging: configuration.resamplePreRinging)
+            let cacheKey = "\(spec) \(options)"
+            let response: ImpulseResponse
+            if let cached = loaded[cacheKey] {
+                response = cached
+            } else {
+                response = try load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
+                loaded[cacheKey] = response
+            }
+            return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
+        }
     }
 
     /// Every input to both ears through the HRTF set's filters for its direction (its speaker's,

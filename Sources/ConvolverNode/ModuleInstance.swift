@@ -77,7 +77,7 @@ public final class ConvolverModuleInstance {
             guard let core else { throw ConvolverNodeError.pipeWire(call: "pw_context_connect", errno: EPIPE) }
             node = try ConvolverNode(
                 core: core, context: context, loop: pw_context_get_main_loop(context), configuration: configuration,
-                sampleRate: rate, expectedBlockSize: quantum)
+                sampleRate: configuration.audioRate ?? rate, expectedBlockSize: quantum)
         } catch let error as ConvolverNodeError {
             teardown()
             moduleListener.deallocate()
@@ -95,7 +95,7 @@ public final class ConvolverModuleInstance {
         ])
         _ = pw_impl_module_update_properties(module, &moduleProperties.pointee.dict)
         pw_properties_free(moduleProperties)
-        PipeWireLog.info("\(configuration.nodeName): loaded, \(configuration.channelCount) channels, IR \(configuration.filename ?? "impulses")")
+        PipeWireLog.info("\(configuration.nodeName): loaded, \(configuration.channelCount) channels, IR \(configuration.filename ?? (configuration.graph != nil ? "filter.graph" : "impulses"))")
     }
 
     /// Filter first, then core hooks, then our own core connection.

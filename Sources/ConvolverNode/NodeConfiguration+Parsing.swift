@@ -26,6 +26,8 @@ extension NodeConfiguration {
         var positions: [String]?
         var modeGiven = false, nameGiven = false, descriptionGiven = false, crossfadeShapeGiven = false
         var streamProperties: [String: [String: SPAJSONValue]] = [:]
+        var graphValue: SPAJSONValue?
+        var streamChannels: [String: Int] = [:]
         for member in members {
             let key = member.key
             let value = member.value
@@ -37,6 +39,8 @@ extension NodeConfiguration {
                 configuration.nodeDescription = try text(value, key)
                 descriptionGiven = true
             case "audio.channels": channelCount = try integer(value, key, 1...channelLimit)
+            case "audio.rate": configuration.audioRate = try integer(value, key, 8000...768_000)
+            case "filter.graph": graphValue = value
             case "audio.position": positions = try channelPositions(value, key)
             case "output.position": configuration.outputPositions = try channelPositions(value, key)
             case "filename": (configuration.filename, configuration.rateAlternatives) = try filenames(value, key)
@@ -125,7 +129,8 @@ extension NodeConfiguration {
                 configuration.testFault = fault
             case "mode":
                 guard let mode = NodeMode(rawValue: try text(value, key)) else {
-                    throw NodeConfigurationError(key: key, message: "'\(value.text ?? "")' is not filter or sink")
+                    throw NodeConfigurationError(
+                        key: key, message: "'\(value.text ?? "")' is not " + NodeMode.allCases.map(\.rawValue).joined(separator: ", "))
                 }
                 configuration.mode = mode
                 modeGiven = true
@@ -148,33 +153,72 @@ extension NodeConfiguration {
         // filter-chain's two streams: `capture.props` (the sink: `media.class = Audio/Sink`) and
         // `playback.props` (its output). Their name, description and positions are the node's own,
         // unless given at the top level; the rest goes to the streams as is.
+        let topLevelPositions = positions, topLevelChannels = channelCount
         for (key, properties) in streamProperties.sorted(by: { $0.key < $1.key }) {
             var rest: [String: String] = [:]
             for (subkey, subvalue) in properties {
                 let name = "\(key).\(subkey)"
                 switch (key, subkey) {
                 case ("capture.props", "media.class"):
-                    guard try text(subvalue, name) == "Audio/Sink" else {
+                    let mediaClass = try text(subvalue, name)
+                    if mediaClass == "Audio/Sink" {
+                        if !modeGiven { configuration.mode = .sink }
+                    } else if mediaClass != "Stream/Input/Audio" {
                         throw NodeConfigurationError(
-                            key: name, message: "'\(subvalue.text ?? "")' is not Audio/Sink (the only kind of sink this node makes)")
+                            key: name, message: "'\(mediaClass)' is not Audio/Sink or Stream/Input/Audio (what a capture side can be)")
                     }
-                    if !modeGiven { configuration.mode = .sink }
+                case ("playback.props", "media.class"):
+                    let mediaClass = try text(subvalue, name)
+                    if mediaClass == "Audio/Source" {
+                        if !modeGiven { configuration.mode = configuration.mode == .sink ? .sink : .source }
+                    } else if mediaClass != "Stream/Output/Audio" {
+                        throw NodeConfigurationError(
+                            key: name, message: "'\(mediaClass)' is not Audio/Source or Stream/Output/Audio (what a playback side can be)")
+                    }
                 case ("capture.props", "node.name"): if !nameGiven { configuration.nodeName = try text(subvalue, name) }
                 case ("capture.props", "node.description"):
                     if !descriptionGiven { configuration.nodeDescription = try text(subvalue, name) }
                 case ("capture.props", "audio.position"): if positions == nil { positions = try channelPositions(subvalue, name) }
                 case ("playback.props", "audio.position"):
                     if configuration.outputPositions == nil { configuration.outputPositions = try channelPositions(subvalue, name) }
-                case (_, "audio.channels"): _ = try integer(subvalue, name, 1...channelLimit)  // the positions count
+                case (_, "audio.channels"): streamChannels[key] = try integer(subvalue, name, 1...channelLimit)
                 default: rest[subkey] = subvalue.text ?? subvalue.json
                 }
             }
             if key == "capture.props" { configuration.captureProperties = rest } else { configuration.playbackProperties = rest }
         }
-        if let key = streamProperties.keys.sorted().first, configuration.mode != .sink {
+        if let graphValue {
+            if let key = members.map(\.key).first(where: { ownKeysBesideAGraph.contains($0) }) {
+                throw NodeConfigurationError(
+                    key: key,
+                    message: "is this node's own key, and filter.graph describes the audio filter-chain's way: use one or the other")
+            }
+            configuration.graph = try FilterGraph.parse(graphValue, warnings: &warnings)
+            // As filter-chain: the streams are two (a stream filter unless a media.class makes a sink or a source).
+            if !modeGiven && configuration.mode == .filter { configuration.mode = .stream }
+            // Each stream's channels: its own props', else the top level's (filter-chain copies them), else the graph's ports.
+            let graph = configuration.graph!
+            if positions == nil {
+                let count = streamChannels["capture.props"] ?? topLevelChannels ?? graph.inputs.count
+                positions = defaultPositions(channelCount: count)
+            }
+            if configuration.outputPositions == nil {
+                configuration.outputPositions =
+                    streamChannels["playback.props"].map { defaultPositions(channelCount: $0) } ?? topLevelPositions
+                    ?? defaultPositions(channelCount: topLevelChannels ?? graph.outputs.count)
+            }
+            for (key, count) in streamChannels {
+                let given = key == "capture.props" ? positions!.count : configuration.outputPositions!.count
+                if count != given {
+                    throw NodeConfigurationError(key: "\(key).audio.channels", message: "is \(count) but audio.position has \(given) positions")
+                }
+            }
+            if topLevelPositions == nil { channelCount = nil }
+        }
+        if let key = streamProperties.keys.sorted().first, configuration.mode == .filter {
             throw NodeConfigurationError(
                 key: key,
-                message: "needs mode = sink (or media.class = Audio/Sink in capture.props); "
+                message: "needs mode = sink, source or stream (or media.class = Audio/Sink in capture.props); "
                     + "a filter is one node: set its keys at the top level")
         }
         if let positions {

@@ -62,6 +62,10 @@ public struct NodeConfiguration: Sendable, Equatable {
     public var autogain = false
     /// Optional N×M matrix; empty = `filename` channel i on input i → output i.
     public var impulses: [Impulse] = []
+    /// filter-chain's `filter.graph`, compiled into the matrix instead of `filename` or `impulses`.
+    public var graph: FilterGraph?
+    /// `audio.rate`: the rate the node runs at (the graph resamples around it); nil: the graph's.
+    public var audioRate: Int?
     /// With a SOFA `filename` (an HRTF set): the direction of the source (one input), or the
     /// turn of the whole scene (several inputs, each at its speaker's direction: `SpeakerDirections`).
     /// `sofa = { azimuth elevation radius }`, live as Props `sofa.azimuth` … .
@@ -119,6 +123,11 @@ public struct NodeConfiguration: Sendable, Equatable {
     public static let sampleCountLimit = 1 << 24
     public static let threadLimit = 32
     public static let crossfadeLimit = 10.0
+    /// Keys that describe the audio the way `filter.graph` does, so a config gives one or the other.
+    static let ownKeysBesideAGraph: Set<String> = [
+        "filename", "impulses", "gain", "mix", "bypass", "width", "delay", "offset", "length", "channel", "autogain",
+        "latency", "sofa", "output.position", "resample.quality", "resample_quality", "resample.pre-ringing", "mode",
+    ]
 
     /// Checks what single keys cannot: an IR is given, matrix indices fit the channels.
     public func validate() throws(NodeConfigurationError) {
@@ -126,7 +135,11 @@ public struct NodeConfiguration: Sendable, Equatable {
             throw NodeConfigurationError(key: key, message: "needs mode = sink (WirePlumber's smart filters are sinks)")
         }
 
-        if filename == nil && impulses.isEmpty {
+        for (key, count) in [("audio.channels", channelCount), ("output channels", outputCount)]
+        where !(1...Self.channelLimit).contains(count) {
+            throw NodeConfigurationError(key: key, message: "\(count) channels: 1...\(Self.channelLimit) are supported")
+        }
+        if filename == nil && impulses.isEmpty && graph == nil {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
         }
         if width != 1 && outputCount != 2 {
@@ -142,7 +155,7 @@ public struct NodeConfiguration: Sendable, Equatable {
                     message: "\(position) has no standard speaker direction to place it at with an HRTF set; use "
                         + SpeakerDirections.known.joined(separator: " ") + " or LFE")
             }
-        } else if outputCount != channelCount && impulses.isEmpty {
+        } else if outputCount != channelCount && impulses.isEmpty && graph == nil {
             throw NodeConfigurationError(
                 key: "output.position",
                 message: "\(outputCount) outputs for \(channelCount) inputs need an impulses matrix")
@@ -180,12 +193,18 @@ public enum IRLatency: Sendable, Equatable {
 }
 
 /// How the node shows itself to the graph (module key `mode`).
-public enum NodeMode: String, Sendable, Equatable {
+public enum NodeMode: String, Sendable, Equatable, CaseIterable {
     /// A filter: `input_<POS>`/`output_<POS>` DSP ports, no media.class; routed with pw-link/qpwgraph.
     case filter
     /// A virtual sink (`media.class = Audio/Sink`, inputs `playback_<POS>` like a device sink)
     /// whose outputs `output_<POS>` go on to `target.object` or the default sink.
     case sink
+    /// A virtual source (`media.class = Audio/Source` on the output side, as filter-chain's
+    /// `playback.props`): an input stream takes a device's audio, apps record the convolved one.
+    case source
+    /// filter-chain's stream filter: an input and an output stream (neither a sink nor a source)
+    /// that a session manager links between devices.
+    case stream
 }
 
 /// The deliberate faults of `test.fault`: each breaks the node in one way its tests must catch.

@@ -1,9 +1,11 @@
-// Sink mode: the convolver as a virtual sink that a session manager routes apps into, built as
-// PipeWire's own filter-chain and module-loopback build theirs: two pw_streams sharing the node's
-// RealtimeProcessor. A capture stream (media.class Audio/Sink, the node apps pick) receives the
-// audio; a playback stream (Stream/Output/Audio, `output.<name>`) sends the convolved audio on to
-// `target.object` or the default sink. WirePlumber links both, because each is an ordinary stream
-// with an audio/raw format its adapter can negotiate (a pw_filter's DSP ports offer none).
+// Sink, source and stream modes: the convolver as two pw_streams sharing the node's
+// RealtimeProcessor, built as PipeWire's own filter-chain and module-loopback build theirs. A
+// capture stream receives the audio; a playback stream (`output.<name>`) sends the convolved audio
+// on to `target.object` or the default sink. In sink mode the capture stream is a virtual sink
+// (media.class Audio/Sink, the node apps pick); in source mode the playback stream is a virtual
+// source (Audio/Source, the node apps record from); in stream mode both are plain streams.
+// WirePlumber links them, because each is an ordinary stream with an audio/raw format its adapter
+// can negotiate (a pw_filter's DSP ports offer none).
 import CConvolverShims
 import CPipeWire
 import Glibc
@@ -61,13 +63,14 @@ final class SinkTransport: NodeTransport {
         let dspPorts = { (monitor: Bool) in
             "{ mode = dsp monitor = \(monitor) control = false position = preserve }"
         }
+        let isSink = configuration.mode == .sink
         var captureProperties = audioNodeProperties(
             name: configuration.nodeName, description: configuration.nodeDescription,
             positions: configuration.positions)
         captureProperties += [
-            (PW_KEY_MEDIA_CLASS, "Audio/Sink"),
+            (PW_KEY_MEDIA_CLASS, isSink ? "Audio/Sink" : "Stream/Input/Audio"),
             (PW_KEY_NODE_VIRTUAL, "true"), (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
-            ("adapter.auto-port-config", dspPorts(true)),
+            ("adapter.auto-port-config", dspPorts(isSink)),
         ]
         captureProperties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         captureProperties += configuration.captureProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
@@ -76,12 +79,12 @@ final class SinkTransport: NodeTransport {
             description: configuration.nodeDescription + " output",
             positions: configuration.outputChannelPositions)
         playbackProperties += [
-            (PW_KEY_MEDIA_CLASS, "Stream/Output/Audio"),
-            // Passive: the sink's output does not keep the downstream device running by itself.
-            (PW_KEY_NODE_PASSIVE, "true"), (PW_KEY_NODE_VIRTUAL, "true"),
-            (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
+            (PW_KEY_MEDIA_CLASS, configuration.mode == .source ? "Audio/Source" : "Stream/Output/Audio"),
+            (PW_KEY_NODE_VIRTUAL, "true"), (PW_KEY_NODE_GROUP, group), (PW_KEY_NODE_LINK_GROUP, group),
             ("adapter.auto-port-config", dspPorts(false)),
         ]
+        // Passive: the sink's output does not keep the downstream device running by itself.
+        if isSink { playbackProperties.append((PW_KEY_NODE_PASSIVE, "true")) }
         if let target = configuration.targetObject { playbackProperties.append((PW_KEY_TARGET_OBJECT, target)) }
         for key in ["node.latency", "node.lock-quantum", "node.force-quantum"] {
             if let value = configuration.extraNodeProperties[key] { playbackProperties.append((key, value)) }

@@ -73,6 +73,9 @@ public enum StandaloneClient {
             let outputs = configuration.outputChannelPositions.map { "output.\(name):output_\($0)" }.joined(separator: " ")
             return "sink '\(name)' running (inputs \(inputs)), its output stream 'output.\(name)' (ports \(outputs)) "
                 + "goes to \(configuration.targetObject ?? "the default sink")"
+        case .source, .stream:
+            let what = configuration.mode == .source ? "source '\(configuration.playbackNodeName)'" : "stream filter"
+            return "\(what) running: input stream '\(name)', output stream '\(configuration.playbackNodeName)'"
         }
     }
 }

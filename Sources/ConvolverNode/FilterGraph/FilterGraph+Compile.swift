@@ -1,0 +1,169 @@
+// A graph of linear, time-invariant nodes is one matrix of impulse responses: in series the IRs
+// convolve, in parallel they add, a gain scales, a delay shifts. Each port's signal is kept as its
+// response to each graph input (`PortResponse`), in double precision, in the order the nodes run.
+import Convolution
+
+/// A finite impulse response starting `offset` samples late (a delay costs no taps).
+struct DelayedTaps: Equatable {
+    var offset: Int
+    var taps: [Double]
+
+    static let identity = DelayedTaps(offset: 0, taps: [1])
+
+    func scaled(by gain: Double) -> DelayedTaps { DelayedTaps(offset: offset, taps: taps.map { $0 * gain }) }
+
+    func delayed(by frames: Int) -> DelayedTaps { DelayedTaps(offset: offset + frames, taps: taps) }
+
+    /// Direct convolution (the graph's IRs are convolved once, off the real-time thread).
+    func convolved(with impulse: [Double]) -> DelayedTaps {
+        if taps.count == 1 { return DelayedTaps(offset: offset, taps: impulse.map { $0 * taps[0] }) }
+        if impulse.count == 1 { return scaled(by: impulse[0]) }
+        guard !taps.isEmpty, !impulse.isEmpty else { return DelayedTaps(offset: offset, taps: []) }
+        var result = [Double](repeating: 0, count: taps.count + impulse.count - 1)
+        for (i, tap) in taps.enumerated() where tap != 0 {
+            for (j, sample) in impulse.enumerated() { result[i + j] += tap * sample }
+        }
+        return DelayedTaps(offset: offset, taps: result)
+    }
+
+    static func + (left: DelayedTaps, right: DelayedTaps) -> DelayedTaps {
+        let start = min(left.offset, right.offset)
+        let end = max(left.offset + left.taps.count, right.offset + right.taps.count)
+        var taps = [Double](repeating: 0, count: end - start)
+        for (index, tap) in left.taps.enumerated() { taps[left.offset - start + index] += tap }
+        for (index, tap) in right.taps.enumerated() { taps[right.offset - start + index] += tap }
+        return DelayedTaps(offset: start, taps: taps)
+    }
+
+    /// The samples from time 0, as the engine takes them.
+    var samples: [Float] { [Float](repeating: 0, count: offset) + taps.map { Float($0) } }
+}
+
+/// A port's signal as its response to each graph input (by input index); absent inputs do not reach it.
+typealias PortResponse = [Int: DelayedTaps]
+
+extension FilterGraph {
+    /// The nodes in an order in which each runs after every node linked into it (filter-chain's
+    /// order); a cycle is refused with the names of the nodes on it.
+    func evaluationOrder() throws(NodeConfigurationError) -> [Int] {
+        var pending = nodes.indices.map { node in links.filter { $0.input.node == node }.count }
+        var order: [Int] = []
+        var ready = nodes.indices.filter { pending[$0] == 0 }
+        while let node = ready.first {
+            ready.removeFirst()
+            order.append(node)
+            for link in links where link.output.node == node {
+                pending[link.input.node] -= 1
+                if pending[link.input.node] == 0 { ready.append(link.input.node) }
+            }
+        }
+        guard order.count == nodes.count else {
+            let cycle = nodes.indices.filter { pending[$0] > 0 }.map { "'\(nodes[$0].name)'" }
+            throw NodeConfigurationError(
+                key: "filter.graph.links",
+                message: "the links form a cycle through nodes \(cycle.joined(separator: ", ")): a graph must run from its inputs to its outputs")
+        }
+        return order
+    }
+
+    /// How many copies of the graph run side by side (filter-chain's "instances"): the capture
+    /// channels over the graph's inputs, which must equal the playback channels over its outputs.
+    func instanceCount(inputChannels: Int, outputChannels: Int) throws(NodeConfigurationError) -> Int {
+        let instances = inputChannels / inputs.count
+        guard instances == outputChannels / outputs.count else {
+            throw NodeConfigurationError(
+                key: "filter.graph",
+                message: "the capture side has \(inputChannels) channels for the graph's \(inputs.count) inputs, the playback "
+                    + "side \(outputChannels) for its \(outputs.count) outputs: \(inputChannels)/\(inputs.count) must equal "
+                    + "\(outputChannels)/\(outputs.count) (check inputs, outputs and audio.channels)")
+        }
+        return max(instances, 1)  // fewer channels than inputs: one instance, some ports unconnected (filter-chain warns)
+    }
+
+    /// Each graph output's response to each graph input, for one instance (`instance` is a
+    /// convolver's default file channel). `impulse(node, ir, instance)` loads one IR at the graph's rate.
+    func outputResponses(
+        instance: Int, sampleRate: Int,
+        impulse: (_ node: String, Impulse, _ instance: Int) throws(ConvolverNodeError) -> [Double]
+    ) throws(ConvolverNodeError) -> [PortResponse?] {
+        var outputsOf: [[PortResponse]] = nodes.map { [PortResponse](repeating: [:], count: $0.outputNames.count) }
+        func signal(at port: Port) -> PortResponse {
+            if let graphInput = inputs.firstIndex(of: port) { return [graphInput: .identity] }
+            guard let link = links.first(where: { $0.input == port }) else { return [:] }  // unlinked: silence
+            return outputsOf[link.output.node][link.output.index]
+        }
+        let order: [Int]
+        do { order = try evaluationOrder() } catch { throw .configuration(error) }
+        for nodeIndex in order {
+            let node = nodes[nodeIndex]
+            let input = signal(at: Port(node: nodeIndex, index: 0))
+            switch node.kind {
+            case .copy: outputsOf[nodeIndex][0] = input
+            case .scale(let gain): outputsOf[nodeIndex][0] = input.mapValues { $0.scaled(by: gain) }
+            case .delay(let seconds, _):
+                // filter-chain's truncation of seconds × rate in single precision.
+                let frames = Int((Float(seconds) * Float(sampleRate)).rounded(.towardZero))
+                outputsOf[nodeIndex][0] = input.mapValues { $0.delayed(by: frames) }
+            case .mixer(let gains):
+                var sum: PortResponse = [:]
+                for (index, gain) in gains.enumerated() where gain != 0 {
+                    for (graphInput, taps) in signal(at: Port(node: nodeIndex, index: index)) {
+                        let scaled = taps.scaled(by: gain)
+                        sum[graphInput] = sum[graphInput].map { $0 + scaled } ?? scaled
+                    }
+                }
+                outputsOf[nodeIndex][0] = sum
+            case .convolver(let ir):
+                let samples = try impulse(node.name, ir, instance)
+                outputsOf[nodeIndex][0] = input.mapValues { $0.convolved(with: samples) }
+            case .convolverBank(let irs):
+                for (index, ir) in irs.enumerated() {
+                    let samples = try impulse(node.name, ir, instance)
+                    outputsOf[nodeIndex][index] = input.mapValues { $0.convolved(with: samples) }
+                }
+            }
+        }
+        return outputs.map { port in port.map { outputsOf[$0.node][$0.index] } }
+    }
+
+    /// The whole graph as one matrix: `instances` copies side by side, stream channel k feeding
+    /// input k mod (graph inputs) of copy k / (graph inputs), as filter-chain wires its instances.
+    func matrix(
+        inputChannels: Int, outputChannels: Int, sampleRate: Int,
+        impulse: (_ node: String, Impulse, _ instance: Int) throws(ConvolverNodeError) -> [Double]
+    ) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        let instances: Int
+        do { instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels) } catch {
+            throw .configuration(error)
+        }
+        var entries: [ConvolutionMatrix.Entry] = []
+        for instance in 0..<instances {
+            let responses = try outputResponses(instance: instance, sampleRate: sampleRate, impulse: impulse)
+            for (output, response) in responses.enumerated() {
+                let outputChannel = instance * outputs.count + output
+                guard let response, outputChannel < outputChannels else { continue }
+                for (input, taps) in response.sorted(by: { $0.key < $1.key }) {
+                    let inputChannel = instance * inputs.count + input
+                    guard inputChannel < inputChannels, taps.taps.contains(where: { $0 != 0 }) else { continue }
+                    entries.append(.init(input: inputChannel, output: outputChannel, impulse: taps.samples))
+                }
+            }
+        }
+        guard !entries.isEmpty else {
+            throw .configuration(NodeConfigurationError(key: "filter.graph", message: "no graph input reaches any graph output"))
+        }
+        return ConvolutionMatrix(inputCount: inputChannels, outputCount: outputChannels, entries: entries)
+    }
+
+    /// The latency the graph's convolvers declare (1.6's `latency`), in frames: the largest.
+    func declaredLatencyFrames(sampleRate: Int) -> Int? {
+        let seconds = nodes.flatMap { node -> [Double] in
+            switch node.kind {
+            case .convolver(let ir): return ir.latencySeconds.map { [$0] } ?? []
+            case .convolverBank(let irs): return irs.compactMap(\.latencySeconds)
+            default: return []
+            }
+        }
+        return seconds.max().map { Int(($0 * Double(sampleRate)).rounded()) }
+    }
+}

@@ -1,0 +1,291 @@
+// `filter.graph` read as filter-chain reads it: the same keys, port names, defaults and refusals
+// (module-filter-chain.c of 0.3.65, filter-graph.c and plugin_builtin.c of 1.4 and 1.6); each error
+// names the node, its key or port.
+
+extension FilterGraph {
+    /// The builtins that are not linear and time-invariant, and why (for the refusal).
+    static let refusedBuiltins: [String: String] = [
+        "clamp": "clips its input", "exp": "is not linear", "log": "is not linear", "abs": "is not linear",
+        "sqrt": "is not linear", "recip": "is not linear", "mult": "multiplies signals together", "max": "is not linear",
+        "sine": "is a generator", "ramp": "is a generator", "ebur128": "measures loudness over time",
+        "lufs2gain": "changes its gain over time", "noisegate": "changes its gain over time", "zeroramp": "changes its gain over time",
+        "debug": "logs samples", "busy": "burns CPU on purpose", "null": "discards its input",
+    ]
+    /// Builtins that are linear but compiled by the next step (biquads, EQ, SOFA): refused by name until then.
+    static let notYetCompiled: Set<String> = [
+        "bq_lowpass", "bq_highpass", "bq_bandpass", "bq_lowshelf", "bq_highshelf", "bq_peaking", "bq_notch", "bq_allpass",
+        "bq_raw", "param_eq", "dcblock", "spatializer",
+    ]
+    static let keep = "keep this graph on filter-chain"
+
+    /// Reads `filter.graph = { nodes = [...] links = [...] inputs = [...] outputs = [...] }`.
+    /// Unknown keys and control ports are warnings (filter-chain ignores them too).
+    static func parse(_ value: SPAJSONValue, warnings: inout [String]) throws(NodeConfigurationError) -> FilterGraph {
+        let key = "filter.graph"
+        var nodeValues: [SPAJSONValue]?, linkValues: [SPAJSONValue] = []
+        var inputValues: [SPAJSONValue]?, outputValues: [SPAJSONValue]?
+        for (name, member) in try NodeConfiguration.object(value, key) {
+            switch name {
+            case "nodes": nodeValues = try array(member, "\(key).nodes")
+            case "links": linkValues = try array(member, "\(key).links")
+            case "inputs": inputValues = try array(member, "\(key).inputs")
+            case "outputs": outputValues = try array(member, "\(key).outputs")
+            case "volumes", "capture.volumes", "playback.volumes":
+                warnings.append("\(key).\(name): volume controls are not supported; ignored")
+            default: warnings.append("unknown key '\(key).\(name)' ignored")
+            }
+        }
+        guard let nodeValues, !nodeValues.isEmpty else {
+            throw NodeConfigurationError(key: "\(key).nodes", message: "filter.graph needs a nodes array with at least one node")
+        }
+        var nodes: [Node] = []
+        for (index, nodeValue) in nodeValues.enumerated() {
+            let node = try parseNode(nodeValue, index: index, warnings: &warnings)
+            if nodes.contains(where: { $0.name == node.name }) {
+                throw NodeConfigurationError(key: "\(key).nodes[\(index)]", message: "a second node named '\(node.name)'; node names must be unique")
+            }
+            nodes.append(node)
+        }
+        var graph = FilterGraph(nodes: nodes, links: [], inputs: [], outputs: [])
+        for (index, linkValue) in linkValues.enumerated() {
+            let name = "\(key).links[\(index)]"
+            var output: String?, input: String?
+            for (subkey, subvalue) in try NodeConfiguration.object(linkValue, name) {
+                switch subkey {
+                case "output": output = try NodeConfiguration.text(subvalue, "\(name).output")
+                case "input": input = try NodeConfiguration.text(subvalue, "\(name).input")
+                default: warnings.append("unknown key '\(name).\(subkey)' ignored")
+                }
+            }
+            guard let output, let input else {
+                throw NodeConfigurationError(key: name, message: "a link needs both output = \"node:port\" and input = \"node:port\"")
+            }
+            // As filter-chain: a port without a node name is the first node's (outputs) or the last node's (inputs).
+            let from = try graph.port(output, input: false, defaultNode: 0, key: "\(name).output")
+            let to = try graph.port(input, input: true, defaultNode: nodes.count - 1, key: "\(name).input")
+            if graph.links.contains(where: { $0.input == to }) {
+                throw NodeConfigurationError(
+                    key: "\(name).input", message: "'\(input)' already has a link; an input takes one link (use a mixer to sum)")
+            }
+            graph.links.append(Link(output: from, input: to))
+        }
+        // Without `inputs`/`outputs`: every input of the first node, every output of the last.
+        if let inputValues {
+            for (index, entry) in inputValues.enumerated() {
+                let name = "\(key).inputs[\(index)]"
+                guard let text = entry.text, text != "null" else { graph.inputs.append(nil); continue }
+                let port = try graph.port(text, input: true, defaultNode: 0, key: name)
+                if graph.inputs.contains(port) {
+                    throw NodeConfigurationError(key: name, message: "'\(text)' is already a graph input (use a copy node to feed two ports)")
+                }
+                if graph.links.contains(where: { $0.input == port }) {
+                    throw NodeConfigurationError(key: name, message: "'\(text)' already has a link (use a mixer to sum)")
+                }
+                graph.inputs.append(port)
+            }
+        } else {
+            graph.inputs = nodes[0].inputNames.indices.map { Port(node: 0, index: $0) }
+        }
+        if let outputValues {
+            for (index, entry) in outputValues.enumerated() {
+                let name = "\(key).outputs[\(index)]"
+                guard let text = entry.text, text != "null" else { graph.outputs.append(nil); continue }
+                let port = try graph.port(text, input: false, defaultNode: nodes.count - 1, key: name)
+                if graph.outputs.contains(port) {
+                    throw NodeConfigurationError(key: name, message: "'\(text)' is already a graph output (use a copy node)")
+                }
+                if graph.links.contains(where: { $0.output == port }) {
+                    throw NodeConfigurationError(key: name, message: "'\(text)' is already linked to another node (use a copy node)")
+                }
+                graph.outputs.append(port)
+            }
+        } else {
+            let last = nodes.count - 1
+            graph.outputs = nodes[last].outputNames.indices.map { Port(node: last, index: $0) }
+        }
+        guard !graph.inputs.isEmpty else { throw NodeConfigurationError(key: "\(key).inputs", message: "the graph has no inputs") }
+        guard !graph.outputs.isEmpty else { throw NodeConfigurationError(key: "\(key).outputs", message: "the graph has no outputs") }
+        _ = try graph.evaluationOrder()
+        return graph
+    }
+
+    /// filter-chain's port syntax: "node:port", or "port" on `defaultNode`; a port is its name or
+    /// its index among the node's inputs (or outputs). If "node" is no node's name, the colon is
+    /// part of the port's name.
+    func port(_ text: String, input: Bool, defaultNode: Int, key: String) throws(NodeConfigurationError) -> Port {
+        var node = defaultNode, portName = text
+        if let colon = text.firstIndex(of: ":"), let named = nodes.firstIndex(where: { $0.name == text[..<colon] }) {
+            node = named
+            portName = String(text[text.index(after: colon)...])
+        }
+        let names = input ? nodes[node].inputNames : nodes[node].outputNames
+        if let index = names.firstIndex(of: portName) ?? Int(portName).flatMap({ names.indices.contains($0) ? $0 : nil }) {
+            return Port(node: node, index: index)
+        }
+        let hasColon = text.contains(":")
+        throw NodeConfigurationError(
+            key: key,
+            message: hasColon && nodes.firstIndex(where: { text.hasPrefix($0.name + ":") }) == nil
+                ? "'\(text)': no node is named '\(text.prefix { $0 != ":" })'"
+                : "'\(text)': node '\(nodes[node].name)' (\(nodes[node].label)) has no \(input ? "input" : "output") port "
+                    + "'\(portName)'; its \(input ? "inputs" : "outputs") are " + names.map { "'\($0)'" }.joined(separator: ", "))
+    }
+
+    private static func array(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> [SPAJSONValue] {
+        guard case let .array(elements) = value else { throw NodeConfigurationError(key: key, message: "expected an array [ ... ]") }
+        return elements
+    }
+
+    private static func parseNode(_ value: SPAJSONValue, index: Int, warnings: inout [String]) throws(NodeConfigurationError) -> Node {
+        let key = "filter.graph.nodes[\(index)]"
+        var type = "", name = "", label = "", plugin = ""
+        var config: [(String, SPAJSONValue)] = [], control: [(String, SPAJSONValue)] = []
+        for (subkey, subvalue) in try NodeConfiguration.object(value, key) {
+            switch subkey {
+            case "type": type = subvalue.text ?? ""
+            case "name": name = subvalue.text ?? ""
+            case "label": label = subvalue.text ?? ""
+            case "plugin": plugin = subvalue.text ?? ""
+            case "config": config = try NodeConfiguration.object(subvalue, "\(key).config")
+            case "control": control = try NodeConfiguration.object(subvalue, "\(key).control")
+            default: warnings.append("unknown key '\(key).\(subkey)' ignored")
+            }
+        }
+        let what = "node '\(name)'"
+        guard type == "builtin" else {
+            let kind = type.isEmpty ? "a node without a type" : type == "ladspa" || type == "lv2" ? "a \(type.uppercased()) plugin" : "a '\(type)' node"
+            throw NodeConfigurationError(
+                key: key,
+                message: "\(what) is \(kind) (\(plugin.isEmpty ? label : "\(plugin) \(label)")): only linear builtin nodes "
+                    + "compile into a convolution; \(keep)")
+        }
+        let node = "\(key) '\(name)'"
+        func controlValue(_ port: String, default value: Double, range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
+            guard let given = control.last(where: { $0.0 == port })?.1 else { return value }
+            guard let number = given.number, number.isFinite else {
+                throw NodeConfigurationError(key: "\(node).control.\"\(port)\"", message: "'\(given.text ?? given.json)' is not a finite number")
+            }
+            guard range.contains(number) else {
+                throw NodeConfigurationError(key: "\(node).control.\"\(port)\"", message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
+            }
+            return number
+        }
+        let kind: Kind
+        var controlPorts: [String] = []
+        switch label {
+        case "copy": kind = .copy
+        case "mixer":
+            controlPorts = (1...8).map { "Gain \($0)" }
+            var gains: [Double] = []
+            for port in controlPorts { gains.append(try controlValue(port, default: 1, range: -1000...1000)) }
+            kind = .mixer(gains: gains)
+        case "delay":
+            controlPorts = ["Delay (s)"]
+            var maxSeconds = 1.0
+            for (configKey, configValue) in config {
+                switch configKey {
+                case "max-delay": maxSeconds = try NodeConfiguration.number(configValue, "\(node).config.max-delay", -1e9...3600)
+                case "latency": warnings.append("\(node).config.latency: a delay node's reported latency is not supported; ignored")
+                default: warnings.append("unknown key '\(node).config.\(configKey)' ignored")
+                }
+            }
+            if maxSeconds <= 0 { maxSeconds = 1 }  // as filter-chain
+            let seconds = try controlValue("Delay (s)", default: 0, range: 0...100)
+            guard seconds <= maxSeconds else {
+                throw NodeConfigurationError(
+                    key: "\(node).control.\"Delay (s)\"", message: "\(seconds) s is beyond its max-delay of \(maxSeconds) s")
+            }
+            kind = .delay(seconds: seconds, maxSeconds: maxSeconds)
+        case "linear":
+            controlPorts = ["Mult", "Add"]
+            let add = try controlValue("Add", default: 0, range: -1000...1000)
+            guard add == 0 else {
+                throw NodeConfigurationError(
+                    key: "\(node).control.\"Add\"",
+                    message: "node '\(name)' (builtin linear) adds a constant (\(add)): only linear builtin nodes compile into a convolution; \(keep)")
+            }
+            kind = .scale(try controlValue("Mult", default: 1, range: -1000...1000))
+        case "invert": kind = .scale(-1)
+        case "convolver":
+            kind = .convolver(try impulse(config, defaultChannel: nil, key: "\(node).config", warnings: &warnings, bank: false))
+        case "convolver2":
+            var impulses: [Impulse] = []
+            for (configKey, configValue) in config {
+                switch configKey {
+                case "impulses":
+                    for (irIndex, irValue) in try array(configValue, "\(node).config.impulses").enumerated() {
+                        let irKey = "\(node).config.impulses[\(irIndex)]"
+                        impulses.append(
+                            try impulse(try NodeConfiguration.object(irValue, irKey), defaultChannel: irIndex, key: irKey, warnings: &warnings, bank: true))
+                    }
+                case "blocksize", "tailsize": warnings.append("\(node).config.\(configKey): partitions are planned by this node; ignored")
+                case "latency": _ = try NodeConfiguration.number(configValue, "\(node).config.latency", 0...3600)
+                default: warnings.append("unknown key '\(node).config.\(configKey)' ignored")
+                }
+            }
+            guard (1...8).contains(impulses.count) else {
+                throw NodeConfigurationError(key: "\(node).config.impulses", message: "convolver2 takes 1 to 8 impulses, not \(impulses.count)")
+            }
+            if let latency = config.last(where: { $0.0 == "latency" })?.1.number {
+                for index in impulses.indices { impulses[index].latencySeconds = latency }
+            }
+            kind = .convolverBank(impulses)
+        default:
+            if let reason = refusedBuiltins[label] {
+                throw NodeConfigurationError(
+                    key: key,
+                    message: "node '\(name)' is the builtin \(label), which \(reason): only linear builtin nodes compile into a "
+                        + "convolution; \(keep)")
+            }
+            if notYetCompiled.contains(label) {
+                throw NodeConfigurationError(
+                    key: key, message: "node '\(name)' is the builtin \(label), which this version does not compile yet; \(keep)")
+            }
+            throw NodeConfigurationError(key: key, message: "node '\(name)' has an unknown builtin label '\(label)'")
+        }
+        if name.isEmpty { throw NodeConfigurationError(key: key, message: "a \(label) node without a name") }
+        for (port, _) in control where !controlPorts.contains(port) {
+            warnings.append("\(node): no control port '\(port)' on a \(label) node; ignored")
+        }
+        if !config.isEmpty, [.copy, .scale(-1)].contains(kind) || label == "mixer" || label == "linear" {
+            warnings.append("\(node).config: a \(label) node has no config; ignored")
+        }
+        return Node(name: name, label: label, kind: kind)
+    }
+
+    /// One IR's keys: a `convolver`'s config, or one entry of a `convolver2`'s `impulses`.
+    private static func impulse(
+        _ members: [(String, SPAJSONValue)], defaultChannel: Int?, key: String, warnings: inout [String], bank: Bool
+    ) throws(NodeConfigurationError) -> Impulse {
+        var impulse = Impulse(filenames: [], channel: defaultChannel)
+        let limit = NodeConfiguration.sampleCountLimit
+        for (name, value) in members {
+            let valueKey = "\(key).\(name)"
+            switch name {
+            case "filename":
+                let (first, all) = try NodeConfiguration.filenames(value, valueKey)
+                impulse.filenames = all.isEmpty ? [first] : all
+            case "channel": impulse.channel = try NodeConfiguration.integer(value, valueKey, 0...1023)
+            case "gain": impulse.gain = try NodeConfiguration.number(value, valueKey, -NodeConfiguration.gainLimit...NodeConfiguration.gainLimit)
+            case "delay":
+                let written = value.text ?? ""
+                if written.contains(".") || written.lowercased().contains("e") {
+                    impulse.delay = .seconds(try NodeConfiguration.number(value, valueKey, 0...100))
+                } else {
+                    impulse.delay = .samples(try NodeConfiguration.integer(value, valueKey, 0...limit))
+                }
+            case "offset": impulse.offset = try NodeConfiguration.integer(value, valueKey, 0...limit)
+            case "length": impulse.length = try NodeConfiguration.integer(value, valueKey, 0...limit)
+            case "resample_quality": impulse.resampleQuality = try NodeConfiguration.integer(value, valueKey, 0...14)
+            case "latency" where !bank: impulse.latencySeconds = try NodeConfiguration.number(value, valueKey, 0...3600)
+            case "blocksize", "tailsize":
+                if !bank { warnings.append("\(valueKey): partitions are planned by this node; ignored") }
+            default: warnings.append("unknown key '\(valueKey)' ignored")
+            }
+        }
+        guard !impulse.filenames.isEmpty else {
+            throw NodeConfigurationError(key: "\(key).filename", message: "a convolver needs a filename (a path, \"/dirac\" or \"/hilbert\")")
+        }
+        return impulse
+    }
+}

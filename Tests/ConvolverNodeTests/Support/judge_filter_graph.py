@@ -1,0 +1,218 @@
+#!/usr/bin/python3
+"""The graph judge: a filter-chain config evaluated on its own, as filter-chain runs it, held to
+the node's record of its calls (FilterGraphTests). Spec's config: the file as loaded (its
+filter-chain or swift-convolver module's args).
+
+Independent of the node's compiler: this script reads the config file with its own SPA-JSON reader,
+and runs the graph on the recorded input signal node by node in the time domain (copy, mixer
+gains, delay by truncated seconds × rate, linear/invert, convolver and convolver2 by scipy's
+convolution of the IR file's channel), instance by instance as filter-chain replicates the graph
+over the streams' channels, in double precision. The node instead folds the graph into one matrix
+of impulse responses before it runs.
+
+Spec (JSON, argv[1]): config (the filter-chain config file; its first module's args), calls (the
+record, float32 frames: inputs then outputs), rate, and optionally `mutate`: a deliberate mistake
+in this evaluation ("link": the first link left out; "gain": the first mixer's first gain 10 % off;
+"delay": the first output one sample late). A mutated evaluation must not match a correct node (negative test).
+Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
+and worst (largest difference), over the frames that had output buffers.
+"""
+import json
+import re
+import sys
+import warnings
+
+warnings.simplefilter("ignore")
+import numpy as np
+from scipy.io import wavfile
+from scipy.signal import fftconvolve
+
+TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\]=:,]|[^\s{}\[\]=:,"#]+')
+
+
+def spa_json(text):
+    """SPA-JSON (PipeWire's relaxed JSON) into Python values: bare words, `=` or `:`, optional commas."""
+    tokens = [t for t in TOKEN.findall(text) if t.strip() and not t.startswith("#") and t != ","]
+    position = 0
+
+    def value():
+        nonlocal position
+        token = tokens[position]
+        position += 1
+        if token == "{":
+            members = {}
+            while tokens[position] != "}":
+                key = value()
+                if tokens[position] in ("=", ":"):
+                    position += 1
+                members[key] = value()
+            position += 1
+            return members
+        if token == "[":
+            elements = []
+            while tokens[position] != "]":
+                elements.append(value())
+            position += 1
+            return elements
+        if token.startswith('"'):
+            return json.loads(token)
+        return token
+
+    tokens = ["{"] + tokens + ["}"]
+    return value()
+
+
+def number(text, default=0.0):
+    return default if text is None else float(text)
+
+
+def impulse(ir, instance, rate):
+    filename = ir["filename"][0] if isinstance(ir["filename"], list) else ir["filename"]
+    gain = number(ir.get("gain"), 1.0)
+    delay_text = ir.get("delay", "0")
+    delay = int(float(delay_text) * rate) if "." in delay_text else int(delay_text)
+    offset, length = int(number(ir.get("offset"))), int(number(ir.get("length")))
+    if filename == "/dirac":
+        samples = np.array([1.0])
+    elif filename == "/hilbert":
+        length = length if length > 0 else 1024
+        samples, half = np.zeros(length), length // 2
+        for i in range(1, half, 2):
+            v = (2 / np.pi / i) * (0.43 + 0.57 * np.cos(i * np.pi / half))
+            samples[half + i], samples[half - i] = -v, v
+        length = 0
+    else:
+        data = wavfile.read(filename)[1].astype(np.float64)
+        data = data[:, None] if data.ndim == 1 else data
+        channel = int(ir["channel"]) if "channel" in ir else instance
+        samples = data[:, channel % data.shape[1]]
+        samples = samples[offset:offset + length] if length > 0 else samples[offset:]
+    return np.concatenate([np.zeros(delay), samples]) * gain
+
+
+def run_graph(graph, signal, instance, rate, mutate):
+    nodes = graph["nodes"]
+    names = [node["name"] for node in nodes]
+    links = [(link["output"], link["input"]) for link in graph.get("links", [])]
+
+    def split(port, default):
+        node, _, name = port.partition(":")
+        return (node, name) if node in names else (default, port)
+
+    def inputs_of(node):
+        return [f"In {i}" for i in range(1, 9)] if node["label"] == "mixer" else ["In"]
+
+    def port_name(node_name, name, input_side):
+        node = nodes[names.index(node_name)]
+        ports = inputs_of(node) if input_side else (
+            [f"Out {i}" for i in range(1, 9)] if node["label"] == "convolver2" else ["Out"])
+        return ports[int(name)] if name.isdigit() else name
+
+    if mutate == "link" and links:
+        links = links[1:]
+    graph_inputs = [None if p in (None, "null") else split(p, names[0]) for p in graph.get("inputs", [])] or \
+        [(names[0], p) for p in inputs_of(nodes[0])]
+    graph_outputs = [None if p in (None, "null") else split(p, names[-1]) for p in graph.get("outputs", [])] or \
+        [(names[-1], "Out")]
+    graph_inputs = [None if p is None else (p[0], port_name(p[0], p[1], True)) for p in graph_inputs]
+    graph_outputs = [None if p is None else (p[0], port_name(p[0], p[1], False)) for p in graph_outputs]
+    feeds = {}
+    for output, input_port in links:
+        o, i = split(output, names[0]), split(input_port, names[-1])
+        feeds[(i[0], port_name(i[0], i[1], True))] = (o[0], port_name(o[0], o[1], False))
+    frames = len(signal)
+    produced = {}
+    done = set()
+    mutated = {"gain": mutate == "gain"}
+
+    def input_signal(node_name, port):
+        if (node_name, port) in graph_inputs:
+            index = graph_inputs.index((node_name, port))
+            return signal[:, index] if index < signal.shape[1] else np.zeros(frames)
+        source = feeds.get((node_name, port))
+        return np.zeros(frames) if source is None else produced[source]
+
+    while len(done) < len(nodes):
+        for node in nodes:
+            name = node["name"]
+            if name in done or any(source[0] not in done for (dest, _), source in feeds.items() if dest == name):
+                continue
+            label, control, config = node["label"], node.get("control", {}), node.get("config", {})
+            if label == "copy":
+                produced[(name, "Out")] = input_signal(name, "In")
+            elif label in ("linear", "invert"):
+                produced[(name, "Out")] = input_signal(name, "In") * (
+                    -1.0 if label == "invert" else number(control.get("Mult"), 1.0))
+            elif label == "delay":
+                frames_late = int(np.float32(number(control.get("Delay (s)"))) * np.float32(rate))
+                produced[(name, "Out")] = np.concatenate([np.zeros(frames_late), input_signal(name, "In")])[:frames]
+            elif label == "mixer":
+                total = np.zeros(frames)
+                for i in range(1, 9):
+                    gain = number(control.get(f"Gain {i}"), 1.0)
+                    if mutated["gain"]:
+                        gain, mutated["gain"] = gain * 1.1, False
+                    total += gain * input_signal(name, f"In {i}")
+                produced[(name, "Out")] = total
+            elif label in ("convolver", "convolver2"):
+                irs = [config] if label == "convolver" else config["impulses"]
+                for index, ir in enumerate(irs):
+                    if label == "convolver2" and "channel" not in ir:
+                        ir = dict(ir, channel=str(index))
+                    taps = impulse(ir, instance, rate)
+                    out = "Out" if label == "convolver" else f"Out {index + 1}"
+                    produced[(name, out)] = fftconvolve(input_signal(name, "In"), taps)[:frames]
+            else:
+                raise SystemExit(f"node {name}: {label} is not evaluated here")
+            done.add(name)
+    results = [np.zeros(frames) if port is None else produced.get(port, np.zeros(frames)) for port in graph_outputs]
+    if mutate == "delay":
+        results[0] = np.concatenate([[0.0], results[0]])[:frames]
+    return results, len(graph_inputs), len(graph_outputs)
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    text = open(spec["config"]).read()
+    config = spa_json(text)
+    args = next(module["args"] for module in config["context.modules"]
+                if module["name"] in ("libpipewire-module-filter-chain", "libpipewire-module-swift-convolver"))
+    graph, capture, playback = args["filter.graph"], args.get("capture.props", {}), args.get("playback.props", {})
+    rate = spec["rate"]
+
+    def channels(props, ports):
+        position = props.get("audio.position") or args.get("audio.position")
+        if isinstance(position, str):
+            position = [p for p in re.split(r"[\s,\[\]]+", position) if p]
+        if position:
+            return len(position)
+        return int(props.get("audio.channels") or args.get("audio.channels") or ports)
+
+    n_inputs = len(graph.get("inputs", [])) or 1
+    n_outputs = len(graph.get("outputs", [])) or 1
+    inputs, outputs = channels(capture, n_inputs), channels(playback, n_outputs)
+    instances = max(1, inputs // n_inputs)
+    calls = np.fromfile(spec["calls"], dtype=np.float32).reshape(-1, inputs + outputs).astype(np.float64)
+    signal, recorded = calls[:, :inputs], calls[:, inputs:]
+    expected = np.zeros_like(recorded)
+    for instance in range(instances):
+        piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
+        results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"))
+        for index, result in enumerate(results):
+            channel = instance * n_outputs + index
+            if channel < outputs:
+                expected[:, channel] = result
+    heard = ~np.isnan(recorded).any(axis=1)
+    answer = {"inputs": inputs, "outputs": outputs, "frames": int(heard.sum()), "outputErrors": []}
+    for output in range(outputs):
+        difference = recorded[heard, output] - expected[heard, output]
+        energy = float(np.sum(expected[heard, output] ** 2))
+        answer["outputErrors"].append({
+            "errorDB": 10 * np.log10(max(float(np.sum(difference ** 2)), 1e-30) / max(energy, 1e-30)),
+            "worst": float(np.abs(difference).max(initial=0)),
+            "energy": energy,
+        })
+    print(json.dumps(answer))
+
+
+main()
