@@ -174,14 +174,9 @@ enum EngineFactory {
         ) { node, impulse, instance throws(ConvolverNodeError) in
             let spec = ImpulseResponse.closestInRate(
                 impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
-            let delay: TimeAmount
-            switch impulse.delay {
-            case .samples(let frames): delay = .samples(frames)
-            case .seconds(let seconds): delay = .seconds(seconds)
-            }
-            let options = ImpulseResponseOptions(
-                offset: .samples(impulse.offset), length: .samples(impulse.length), delay: delay, gain: Float(impulse.gain),
-                resampleQuality: impulse.resampleQuality, preRinging: configuration.resamplePreRinging)
+            let options = try impulse.loadOptions(
+                sampleRate: sampleRate, delaysThroughSeconds: PipeWireVersion.runningIsOneDotX,
+                preRinging: configuration.resamplePreRinging)
             let cacheKey = "\(spec) \(options)"
             let response: ImpulseResponse
             if let cached = loaded[cacheKey] {

@@ -47,6 +47,13 @@ enum PipeWireLog {
     static func error(_ message: String) { cpw_log(SPA_LOG_LEVEL_ERROR, "swift-convolver: " + message) }
 }
 
+/// The libpipewire this process runs (not the headers it was built with).
+enum PipeWireVersion {
+    static let running = String(cString: pw_get_library_version())
+    /// Where filter-chain 1.x reads a config differently from 0.3.x, the graph compiler follows the running one.
+    static var runningIsOneDotX: Bool { !running.hasPrefix("0.") }
+}
+
 /// Builds a `pw_properties` from Swift pairs. The caller owns the result (`pw_properties_free`, or
 /// give it to a call that takes ownership such as `pw_filter_new`).
 /// `call`'s result and errno read right after it, inside the closure: once Swift releases the

@@ -163,6 +163,65 @@ final class BadInputTests: XCTestCase {
             Row(
                 name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
+            // filter-chain's graphs: what cannot be compiled into a convolution is refused by name.
+            graphRow("a LADSPA plugin", "{ type = ladspa name = enc plugin = surround_encoder_1401 label = surroundEncoder }", live: .moduleLoad,
+                     ["node 'enc'", "LADSPA plugin", "surroundEncoder", "only linear builtin nodes", "keep this graph on filter-chain"]),
+            graphRow("an LV2 plugin", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/comp_mono\" label = comp }",
+                     ["node 'comp'", "LV2 plugin"]),
+            graphRow("linear with Add", "{ type = builtin label = linear name = shift control = { Mult = 1 Add = 0.5 } }", live: .moduleLoad,
+                     ["node 'shift'", "adds a constant", "keep this graph on filter-chain"]),
+            graphRow("clamp", "{ type = builtin label = clamp name = limit }", ["node 'limit'", "clamp", "clips"]),
+            graphRow("exp", "{ type = builtin label = exp name = e }", ["node 'e'", "exp", "not linear"]),
+            graphRow("log", "{ type = builtin label = log name = l }", ["node 'l'", "log", "not linear"]),
+            graphRow("abs", "{ type = builtin label = abs name = a }", ["node 'a'", "abs"]),
+            graphRow("sqrt", "{ type = builtin label = sqrt name = s }", ["node 's'", "sqrt"]),
+            graphRow("ebur128", "{ type = builtin label = ebur128 name = meter }", ["node 'meter'", "ebur128"]),
+            graphRow("a biquad (not compiled yet)", "{ type = builtin label = bq_highpass name = hp }", ["node 'hp'", "bq_highpass", "does not compile yet"]),
+            graphRow("an unknown builtin", "{ type = builtin label = frobnicator name = f }", ["node 'f'", "unknown builtin label 'frobnicator'"]),
+            graphRow(
+                "a link to a missing node", "{ type = builtin label = copy name = a } { type = builtin label = copy name = b }",
+                links: "{ output = \"a:Out\" input = \"nobody:In\" }", ["links[0].input", "no node is named 'nobody'"]),
+            graphRow(
+                "a link to a missing port", "{ type = builtin label = copy name = a } { type = builtin label = mixer name = m }",
+                links: "{ output = \"a:Out\" input = \"m:In 9\" }", live: .moduleLoad, ["links[0].input", "'m:In 9'", "no input port 'In 9'", "'In 8'"]),
+            graphRow(
+                "a duplicate node name", "{ type = builtin label = copy name = a } { type = builtin label = copy name = a }",
+                ["nodes[1]", "second node named 'a'"]),
+            graphRow(
+                "a cycle",
+                "{ type = builtin label = copy name = a } { type = builtin label = mixer name = m } { type = builtin label = copy name = b }",
+                links: "{ output = \"a:Out\" input = \"m:In 1\" } { output = \"m:Out\" input = \"a:In\" }",
+                inputs: "\"m:In 2\"", outputs: "\"b:Out\"", live: .moduleLoad, ["cycle", "'a'", "'m'"]),
+            graphRow(
+                "an input linked twice", "{ type = builtin label = copy name = a } { type = builtin label = copy name = b } { type = builtin label = copy name = c }",
+                links: "{ output = \"a:Out\" input = \"c:In\" } { output = \"b:Out\" input = \"c:In\" }", ["links[1].input", "already has a link", "mixer"]),
+            graphRow("a mixer gain of NaN", "{ type = builtin label = mixer name = m control = { \"Gain 1\" = nan } }", live: .moduleLoad,
+                     ["node 'm'", "Gain 1", "not a finite number"]),
+            graphRow(
+                "a delay beyond max-delay", "{ type = builtin label = delay name = d config = { max-delay = 0.5 } control = { \"Delay (s)\" = 0.7 } }",
+                ["node 'd'", "Delay (s)", "beyond its max-delay of 0.5"]),
+            graphRow("an input that names an output port", "{ type = builtin label = copy name = a }", inputs: "\"a:Out\"",
+                     ["inputs[0]", "'a:Out'", "no input port 'Out'"]),
+            graphRow(
+                "0 channels", "{ type = builtin label = copy name = a }", extra: "audio.channels = 0", ["audio.channels", "0"]),
+            graphRow(
+                "65 channels", "{ type = builtin label = copy name = a }", extra: "audio.channels = 65", ["audio.channels", "65"]),
+            graphRow(
+                "instances that do not divide", "{ type = builtin label = mixer name = m }", inputs: "\"m:In 1\" \"m:In 2\"",
+                extra: "capture.props = { audio.position = [ FL FR ] } playback.props = { audio.position = [ FL FR ] }",
+                ["capture side has 2 channels", "playback side 2", "2/2 must equal 2/1"]),
+            graphRow(
+                "our own keys beside filter.graph", "{ type = builtin label = copy name = a }", extra: "filename = \"builtin:hall\"",
+                ["filename", "filter.graph", "one or the other"]),
+            graphRow(
+                "a convolver without a file", "{ type = builtin label = convolver name = c config = { gain = 0.5 } }",
+                ["node 'c'", "filename"]),
+            graphRow(
+                "a convolver's missing file", "{ type = builtin label = convolver name = c config = { filename = \"$DIR/missing.wav\" } }",
+                live: .moduleLoad, ["node 'c'", "missing.wav", "does not exist"]),
+            graphRow(
+                "a graph that reaches no output", "{ type = builtin label = copy name = a } { type = builtin label = copy name = b }",
+                inputs: "\"a:In\"", outputs: "\"b:Out\"", ["no graph input reaches any graph output"]),
             Row(name: "malformed SPA-JSON", input: .arguments("filename = \"unterminated"), expect: .error(["args"]), live: .moduleLoad),
             Row(name: "malformed SPA-JSON (brackets)", input: .arguments("impulses = [ { input = 0 ] }"), expect: .error([]), live: .none),
             Row(
@@ -173,6 +232,19 @@ final class BadInputTests: XCTestCase {
             Row(
                 name: "rate 192 kHz", input: .graph(setting: "clock.force-rate", value: 192000), expect: .keepsProcessing(rate: 192000), live: .graph),
         ]
+    }
+
+    /// A row of filter-chain's `filter.graph` form; `inputs`/`outputs` default to the first node's
+    /// and the last node's ports, as in filter-chain.
+    private func graphRow(
+        _ name: String, _ nodes: String, links: String = "", inputs: String? = nil, outputs: String? = nil, extra: String = "",
+        live: Live = .none, _ fragments: [String]
+    ) -> Row {
+        let ports = (inputs.map { " inputs = [ \($0) ]" } ?? "") + (outputs.map { " outputs = [ \($0) ]" } ?? "")
+        return Row(
+            name: "filter.graph: " + name,
+            input: .arguments("\(extra) filter.graph = { nodes = [ \(nodes) ] links = [ \(links) ]\(ports) }"),
+            expect: .error(fragments), live: live)
     }
 
     /// The row's module arguments (file rows: written, then used as `filename`).

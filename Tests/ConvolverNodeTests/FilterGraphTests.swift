@@ -91,6 +91,7 @@ final class FilterGraphTests: XCTestCase {
         var config: String
         var calls: String
         var rate: Int
+        var pipewire = PipeWireInstallation.version
         var mutate: String?
     }
 
@@ -113,7 +114,8 @@ final class FilterGraphTests: XCTestCase {
     /// Runs `name` on our module (and, where `alongside`, on filter-chain in the same graph), plays
     /// noise into every input and records every output; judges our record (and the two outputs).
     private func runConfig(
-        _ name: String, input: String, output: String, positions: [String], outputs: Int, alongside: Bool
+        _ name: String, input: String, output: String, positions: [String], outputs: Int, alongside: Bool,
+        outputsAreCopies: Bool = false
     ) throws {
         let impulses = try writeImpulses()
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "ours")
@@ -216,7 +218,7 @@ final class FilterGraphTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Double(comparison.agreeing), 0.9 * cycles, "cycles \(comparison.first_disagreeing)...")
         XCTAssertLessThanOrEqual(comparison.error_db, -90)
         XCTAssertLessThan(Double(comparison.one_sample_late_agreeing), 0.1 * cycles)
-        if outputs > 1 { XCTAssertLessThan(Double(comparison.swapped_agreeing), 0.1 * cycles) }
+        if outputs > 1 && !outputsAreCopies { XCTAssertLessThan(Double(comparison.swapped_agreeing), 0.1 * cycles) }
     }
 
     /// filter-chain's streams get their ports from WirePlumber on 1.x, headless (docs/facts.md);
@@ -252,7 +254,7 @@ final class FilterGraphTests: XCTestCase {
     func testSourceDuplicateFL() throws {
         try runConfig(
             "source-duplicate-FL.conf", input: "remap_input.remap-FL-to-FL-FR", output: "remap_output.remap-FL-to-FL-FR",
-            positions: ["FL"], outputs: 2, alongside: try alongside)
+            positions: ["FL"], outputs: 2, alongside: try alongside, outputsAreCopies: true)
     }
 
     func testEveryLinearBuiltin() throws {

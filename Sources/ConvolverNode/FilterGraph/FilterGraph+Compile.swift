@@ -2,6 +2,7 @@
 // convolve, in parallel they add, a gain scales, a delay shifts. Each port's signal is kept as its
 // response to each graph input (`PortResponse`), in double precision, in the order the nodes run.
 import Convolution
+import Glibc
 
 /// A finite impulse response starting `offset` samples late (a delay costs no taps).
 struct DelayedTaps: Equatable {
@@ -37,6 +38,42 @@ struct DelayedTaps: Equatable {
 
     /// The samples from time 0, as the engine takes them.
     var samples: [Float] { [Float](repeating: 0, count: offset) + taps.map { Float($0) } }
+}
+
+extension FilterGraph.Impulse {
+    /// How filter-chain's convolver reads this IR, as our loader's options (sample for sample):
+    /// - `length` counts from the file's start, `offset` is cut from it (plugin_builtin.c,
+    ///   `read_samples_from_sf`); "/dirac" takes neither; "/hilbert" is made `length - offset` long;
+    /// - `delay`: seconds × rate truncated in single precision; whole samples as such on 0.3.x, but
+    ///   through seconds on 1.x (`delay_i / (float)rate`, then × the file's rate and truncated: 7
+    ///   samples at 48 kHz become 6 there), when `delaysThroughSeconds`.
+    func loadOptions(sampleRate: Int, delaysThroughSeconds: Bool, preRinging: PreRinging) throws(ConvolverNodeError) -> ImpulseResponseOptions {
+        let rate = Float(sampleRate)
+        let delayFrames: Int
+        switch delay {
+        case .samples(let frames) where delaysThroughSeconds: delayFrames = Int(Float(frames) / rate * rate)
+        case .samples(let frames): delayFrames = frames
+        case .seconds(let seconds): delayFrames = Int(Float(seconds) * rate)
+        }
+        var offset = self.offset, length = self.length
+        switch filenames[0] {
+        case "/dirac": (offset, length) = (0, 0)
+        case "/hilbert": (offset, length) = (0, max(1, (length > 0 ? length : 1024) - offset))
+        default:
+            if length > 0 {
+                guard length > offset else {
+                    throw .impulseResponse(
+                        key: "filter.graph convolver '\(filenames[0])'",
+                        message: "length \(length) counts from the file's start (as in filter-chain) and leaves nothing after offset \(offset)",
+                        errno: EINVAL)
+                }
+                length -= offset
+            }
+        }
+        return ImpulseResponseOptions(
+            offset: .samples(offset), length: .samples(length), delay: .samples(delayFrames), gain: Float(gain),
+            resampleQuality: resampleQuality, preRinging: preRinging)
+    }
 }
 
 /// A port's signal as its response to each graph input (by input index); absent inputs do not reach it.

@@ -159,14 +159,14 @@ extension FilterGraph {
                 message: "\(what) is \(kind) (\(plugin.isEmpty ? label : "\(plugin) \(label)")): only linear builtin nodes "
                     + "compile into a convolution; \(keep)")
         }
-        let node = "\(key) '\(name)'"
+        let node = "filter.graph node '\(name)'"
         func controlValue(_ port: String, default value: Double, range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
             guard let given = control.last(where: { $0.0 == port })?.1 else { return value }
             guard let number = given.number, number.isFinite else {
-                throw NodeConfigurationError(key: "\(node).control.\"\(port)\"", message: "'\(given.text ?? given.json)' is not a finite number")
+                throw NodeConfigurationError(key: "\(node) control \"\(port)\"", message: "'\(given.text ?? given.json)' is not a finite number")
             }
             guard range.contains(number) else {
-                throw NodeConfigurationError(key: "\(node).control.\"\(port)\"", message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
+                throw NodeConfigurationError(key: "\(node) control \"\(port)\"", message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
             }
             return number
         }
@@ -184,16 +184,16 @@ extension FilterGraph {
             var maxSeconds = 1.0
             for (configKey, configValue) in config {
                 switch configKey {
-                case "max-delay": maxSeconds = try NodeConfiguration.number(configValue, "\(node).config.max-delay", -1e9...3600)
-                case "latency": warnings.append("\(node).config.latency: a delay node's reported latency is not supported; ignored")
-                default: warnings.append("unknown key '\(node).config.\(configKey)' ignored")
+                case "max-delay": maxSeconds = try NodeConfiguration.number(configValue, "\(node) config max-delay", -1e9...3600)
+                case "latency": warnings.append("\(node) config latency: a delay node's reported latency is not supported; ignored")
+                default: warnings.append("unknown key '\(node) config \(configKey)' ignored")
                 }
             }
             if maxSeconds <= 0 { maxSeconds = 1 }  // as filter-chain
             let seconds = try controlValue("Delay (s)", default: 0, range: 0...100)
             guard seconds <= maxSeconds else {
                 throw NodeConfigurationError(
-                    key: "\(node).control.\"Delay (s)\"", message: "\(seconds) s is beyond its max-delay of \(maxSeconds) s")
+                    key: "\(node) control \"Delay (s)\"", message: "\(seconds) s is beyond its max-delay of \(maxSeconds) s")
             }
             kind = .delay(seconds: seconds, maxSeconds: maxSeconds)
         case "linear":
@@ -201,30 +201,30 @@ extension FilterGraph {
             let add = try controlValue("Add", default: 0, range: -1000...1000)
             guard add == 0 else {
                 throw NodeConfigurationError(
-                    key: "\(node).control.\"Add\"",
+                    key: "\(node) control \"Add\"",
                     message: "node '\(name)' (builtin linear) adds a constant (\(add)): only linear builtin nodes compile into a convolution; \(keep)")
             }
             kind = .scale(try controlValue("Mult", default: 1, range: -1000...1000))
         case "invert": kind = .scale(-1)
         case "convolver":
-            kind = .convolver(try impulse(config, defaultChannel: nil, key: "\(node).config", warnings: &warnings, bank: false))
+            kind = .convolver(try impulse(config, defaultChannel: nil, key: "\(node) config", warnings: &warnings, bank: false))
         case "convolver2":
             var impulses: [Impulse] = []
             for (configKey, configValue) in config {
                 switch configKey {
                 case "impulses":
-                    for (irIndex, irValue) in try array(configValue, "\(node).config.impulses").enumerated() {
-                        let irKey = "\(node).config.impulses[\(irIndex)]"
+                    for (irIndex, irValue) in try array(configValue, "\(node) config impulses").enumerated() {
+                        let irKey = "\(node) config impulses[\(irIndex)]"
                         impulses.append(
                             try impulse(try NodeConfiguration.object(irValue, irKey), defaultChannel: irIndex, key: irKey, warnings: &warnings, bank: true))
                     }
-                case "blocksize", "tailsize": warnings.append("\(node).config.\(configKey): partitions are planned by this node; ignored")
-                case "latency": _ = try NodeConfiguration.number(configValue, "\(node).config.latency", 0...3600)
-                default: warnings.append("unknown key '\(node).config.\(configKey)' ignored")
+                case "blocksize", "tailsize": warnings.append("\(node) config \(configKey): partitions are planned by this node; ignored")
+                case "latency": _ = try NodeConfiguration.number(configValue, "\(node) config latency", 0...3600)
+                default: warnings.append("unknown key '\(node) config \(configKey)' ignored")
                 }
             }
             guard (1...8).contains(impulses.count) else {
-                throw NodeConfigurationError(key: "\(node).config.impulses", message: "convolver2 takes 1 to 8 impulses, not \(impulses.count)")
+                throw NodeConfigurationError(key: "\(node) config impulses", message: "convolver2 takes 1 to 8 impulses, not \(impulses.count)")
             }
             if let latency = config.last(where: { $0.0 == "latency" })?.1.number {
                 for index in impulses.indices { impulses[index].latencySeconds = latency }
@@ -247,8 +247,8 @@ extension FilterGraph {
         for (port, _) in control where !controlPorts.contains(port) {
             warnings.append("\(node): no control port '\(port)' on a \(label) node; ignored")
         }
-        if !config.isEmpty, [.copy, .scale(-1)].contains(kind) || label == "mixer" || label == "linear" {
-            warnings.append("\(node).config: a \(label) node has no config; ignored")
+        if !config.isEmpty, ["copy", "mixer", "linear", "invert"].contains(label) {
+            warnings.append("\(node) config: a \(label) node has no config; ignored")
         }
         return Node(name: name, label: label, kind: kind)
     }

@@ -37,7 +37,7 @@ def cycle_errors_db(candidate, reference, quantum):
     difference = ((candidate - reference)[:cycles * quantum] ** 2).reshape(shape).sum(axis=1)
     energy = (reference[:cycles * quantum] ** 2).reshape(shape).sum(axis=1)
     with np.errstate(divide="ignore"):
-        return (10 * np.log10(np.maximum(difference, 1e-30) / np.maximum(energy, 1e-30))).max(axis=1)
+        return (10 * np.log10(np.maximum(difference / np.maximum(energy, 1e-30), 1e-30))).max(axis=1)
 
 
 def main():
@@ -54,7 +54,7 @@ def main():
     agree = agreeing(ours)
     samples = np.repeat(agree, quantum)
     difference, reference = (ours - theirs)[:cycles * quantum][samples], theirs[:cycles * quantum][samples]
-    error = max((10 * np.log10(np.sum(d * d) / np.sum(r * r)) for d, r in zip(difference.T, reference.T)
+    error = max((10 * np.log10(max(np.sum(d * d), 1e-30) / np.sum(r * r)) for d, r in zip(difference.T, reference.T)
                  if np.sum(r * r) > 0), default=float("inf"))
     late = np.vstack([np.zeros((1, ours.shape[1])), ours[:-1]])
     print(json.dumps({

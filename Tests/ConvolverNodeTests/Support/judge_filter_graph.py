@@ -11,7 +11,8 @@ over the streams' channels, in double precision. The node instead folds the grap
 of impulse responses before it runs.
 
 Spec (JSON, argv[1]): config (the filter-chain config file; its first module's args), calls (the
-record, float32 frames: inputs then outputs), rate, and optionally `mutate`: a deliberate mistake
+record, float32 frames: inputs then outputs), rate, pipewire (the version filter-chain's rules
+are those of), and optionally `mutate`: a deliberate mistake
 in this evaluation ("link": the first link left out; "gain": the first mixer's first gain 10 % off;
 "delay": the first output one sample late). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
@@ -66,31 +67,39 @@ def number(text, default=0.0):
     return default if text is None else float(text)
 
 
-def impulse(ir, instance, rate):
+def impulse(ir, instance, rate, one_dot_x):
+    """One convolver IR as filter-chain's plugin_builtin.c reads it: `length` counts from the file's
+    start and `offset` is cut from it; delays truncated in single precision, whole samples going
+    through seconds on 1.x (delay_i / (float)rate, then x rate)."""
+    f32 = np.float32
     filename = ir["filename"][0] if isinstance(ir["filename"], list) else ir["filename"]
     gain = number(ir.get("gain"), 1.0)
     delay_text = ir.get("delay", "0")
-    delay = int(float(delay_text) * rate) if "." in delay_text else int(delay_text)
+    if "." in delay_text or "e" in delay_text.lower():
+        delay = int(f32(float(delay_text)) * f32(rate))
+    else:
+        delay = int(f32(int(delay_text)) / f32(rate) * f32(rate)) if one_dot_x else int(delay_text)
     offset, length = int(number(ir.get("offset"))), int(number(ir.get("length")))
     if filename == "/dirac":
         samples = np.array([1.0])
     elif filename == "/hilbert":
         length = length if length > 0 else 1024
+        length -= min(offset, length)
         samples, half = np.zeros(length), length // 2
         for i in range(1, half, 2):
             v = (2 / np.pi / i) * (0.43 + 0.57 * np.cos(i * np.pi / half))
             samples[half + i], samples[half - i] = -v, v
-        length = 0
     else:
         data = wavfile.read(filename)[1].astype(np.float64)
         data = data[:, None] if data.ndim == 1 else data
         channel = int(ir["channel"]) if "channel" in ir else instance
-        samples = data[:, channel % data.shape[1]]
-        samples = samples[offset:offset + length] if length > 0 else samples[offset:]
+        length = min(length, len(data)) if length > 0 else len(data)
+        length -= min(offset, length)
+        samples = data[offset:offset + length, channel % data.shape[1]]
     return np.concatenate([np.zeros(delay), samples]) * gain
 
 
-def run_graph(graph, signal, instance, rate, mutate):
+def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
     nodes = graph["nodes"]
     names = [node["name"] for node in nodes]
     links = [(link["output"], link["input"]) for link in graph.get("links", [])]
@@ -159,7 +168,7 @@ def run_graph(graph, signal, instance, rate, mutate):
                 for index, ir in enumerate(irs):
                     if label == "convolver2" and "channel" not in ir:
                         ir = dict(ir, channel=str(index))
-                    taps = impulse(ir, instance, rate)
+                    taps = impulse(ir, instance, rate, one_dot_x)
                     out = "Out" if label == "convolver" else f"Out {index + 1}"
                     produced[(name, out)] = fftconvolve(input_signal(name, "In"), taps)[:frames]
             else:
@@ -197,7 +206,7 @@ def main():
     expected = np.zeros_like(recorded)
     for instance in range(instances):
         piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
-        results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"))
+        results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"), not spec["pipewire"].startswith("0."))
         for index, result in enumerate(results):
             channel = instance * n_outputs + index
             if channel < outputs:
