@@ -49,14 +49,19 @@ final class FilterGraphTests: XCTestCase {
     /// paths pointed at the test's files, the streams left for the test to link, and with
     /// `module` (ours: the only change a user makes) and `extraArguments` (ours: its record).
     private func clientConfig(_ name: String, module: String, extraArguments: String, impulses: [String: String]) throws -> String {
+        var extraArguments = extraArguments
         var text = try String(
             contentsOfFile: BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/FilterChainConfigs/" + name, encoding: .utf8)
         for (placeholder, file) in impulses { text = text.replacingOccurrences(of: placeholder, with: "\"\(file)\"") }
         text = text.replacingOccurrences(of: "libpipewire-module-filter-chain", with: module)
+        // Headless 0.3.65 has no session manager to give a module's streams ports: they configure
+        // their own, which needs a fixed rate (docs/facts.md).
+        let ports = PipeWireInstallation.isOneDotX ? "" : " adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
         for props in ["capture.props", "playback.props"] {
-            text = text.replacingOccurrences(of: "\(props) = {", with: "\(props) = { node.autoconnect = false")
-                .replacingOccurrences(of: "\"\(props)\": {", with: "\"\(props)\": { \"node.autoconnect\": false,")
+            text = text.replacingOccurrences(of: "\(props) = {", with: "\(props) = { node.autoconnect = false\(ports)")
+                .replacingOccurrences(of: "\"\(props)\": {", with: "\"\(props)\": { \"node.autoconnect\": false,\(ports)")
         }
+        if !PipeWireInstallation.isOneDotX { extraArguments += " audio.rate = 48000" }
         text = text.replacingOccurrences(of: "args = {", with: "args = { \(extraArguments)")
             .replacingOccurrences(of: "\"args\": {", with: "\"args\": { \(extraArguments)")
         guard let modules = text.range(of: "context.modules = [") else { throw TestFailure("\(name) has no context.modules") }
@@ -222,11 +227,10 @@ final class FilterGraphTests: XCTestCase {
     }
 
     /// filter-chain's streams get their ports from WirePlumber on 1.x, headless (docs/facts.md);
-    /// on 0.3.65 only our node runs (its streams have their own port configuration).
+    /// on 0.3.65 from their own port configuration.
     private var alongside: Bool {
         get throws {
-            guard PipeWireInstallation.isOneDotX else { return false }
-            background.append(try daemon.startWirePlumber())
+            if PipeWireInstallation.isOneDotX { background.append(try daemon.startWirePlumber()) }
             return true
         }
     }
@@ -257,10 +261,12 @@ final class FilterGraphTests: XCTestCase {
             positions: ["FL"], outputs: 2, alongside: try alongside, outputsAreCopies: true)
     }
 
+    /// filter-chain 0.3.65 has no `linear` and `invert` (1.x has): there ours runs alone.
     func testEveryLinearBuiltin() throws {
         try runConfig(
             "every-linear-builtin.conf", input: "effect_input.every-linear-builtin", output: "effect_output.every-linear-builtin",
-            positions: ["FL", "FR", "FC", "LFE", "SL", "SR"], outputs: 6, alongside: try alongside)
+            positions: ["FL", "FR", "FC", "LFE", "SL", "SR"], outputs: 6,
+            alongside: PipeWireInstallation.isOneDotX ? try alongside : false)
     }
 
     /// PipeWire master's HeSuVi in `convolver2` form (no released filter-chain has convolver2 yet:
