@@ -132,7 +132,8 @@ final class ModuleLifecycleTests: XCTestCase {
     }
 
     /// Ten load → link → unload cycles in one process while pw-play streams into pw-record, and
-    /// refused loads returning their errno; the daemon and the host process survive.
+    /// refused loads (filter-chain graphs that cannot compile among them, beside a playing node)
+    /// returning their errno; the daemon, the host process and the node beside them survive.
     func testReloadTenTimesWhileAudioRuns() throws {
         let daemon = try PrivatePipeWire(name: "reload")
         self.daemon = daemon
@@ -184,6 +185,31 @@ final class ModuleLifecycleTests: XCTestCase {
         let (bad, badErrno) = host.load(arguments: "{ filename = \"builtin:dirac\" gain = loud }")
         XCTAssertNil(bad)
         XCTAssertEqual(badErrno, EINVAL)
+
+        // filter-chain graphs that cannot be compiled, refused while a good node plays beside them in this process.
+        let (beside, besideErrno) = host.load(arguments: "{ node.name = conv-beside filename = \"builtin:hall\" }")
+        let good = try XCTUnwrap(beside, "errno \(besideErrno)")
+        try daemon.waitForPorts(ofNode: "conv-beside", count: 4, timeout: 30)
+        for position in ["FL", "FR"] {
+            try daemon.link("play-reload:output_\(position)", "conv-beside:input_\(position)")
+            try daemon.link("conv-beside:output_\(position)", "rec-reload:input_\(position)")
+        }
+        func calls() -> Int { ((try? daemon.nodeProperties("conv-beside"))?.properties["convolver.calls"] as? Int) ?? 0 }
+        for graph in [
+            "nodes = [ { type = ladspa name = enc plugin = surround_encoder_1401 label = surroundEncoder } ]",
+            "nodes = [ { type = builtin label = copy name = a } { type = builtin label = mixer name = m } { type = builtin label = copy name = b } ] "
+                + "links = [ { output = \"a:Out\" input = \"m:In 1\" } { output = \"m:Out\" input = \"a:In\" } ] "
+                + "inputs = [ \"m:In 2\" ] outputs = [ \"b:Out\" ]",
+            "nodes = [ { type = builtin label = convolver name = c config = { filename = \"/nonexistent/hrir.wav\" } } ]",
+        ] {
+            let (refused, refusedErrno) = host.load(arguments: "{ node.name = conv-graph filter.graph = { \(graph) } }")
+            XCTAssertNil(refused, graph)
+            XCTAssertTrue([EINVAL, ENOENT].contains(refusedErrno), "\(graph): errno \(refusedErrno)")
+        }
+        let before = calls()
+        XCTAssertTrue(waitUntil(timeout: 5) { calls() > before }, "the node beside the refused graphs stopped")
+        host.unload(good)
+        XCTAssertTrue(player.isRunning, "audio still runs")
         XCTAssertTrue(daemon.answers())
     }
 
