@@ -20,8 +20,13 @@ import ConvolverNode
 ///
 /// - `node.name=<name>`: the node's name. Default `swift-convolver`.
 /// - `node.description=<text>`: its description. Default `Convolver`.
-/// - `mode=<filter|sink>`: DSP ports `input_<POS>`/`output_<POS>` routed by hand, or a virtual
-///   sink `<name>` with its output stream `output.<name>`. Default `filter`.
+/// - `mode=<filter|sink|source|stream>`: DSP ports `input_<POS>`/`output_<POS>` routed by hand, a
+///   virtual sink `<name>` with its output stream `output.<name>`, a virtual source (the output
+///   stream), or two plain streams. Default `filter` (with `filter.graph`: as its streams' media.class says).
+/// - `filter.graph={ nodes=[ ... ] links=[ ... ] inputs=[ ... ] outputs=[ ... ] }`: filter-chain's
+///   graph of linear builtins (copy, mixer, delay, linear, invert, convolver, convolver2), compiled
+///   into one matrix of IRs instead of `filename` or `impulses`.
+/// - `audio.rate=<Hz>`: the rate the node runs at. Default the graph's.
 /// - `audio.channels=<1..64>`: the input channel count. Default 2.
 /// - `audio.position=[ <POS> ... ]`: the input channel positions. Default `[ FL FR ]`.
 /// - `output.position=[ <POS> ... ]`: the output positions when they differ from the inputs'
@@ -56,8 +61,9 @@ import ConvolverNode
 ///   the data thread's share is split across helpers. Default `{ threads=auto rt.prio=0 split=auto }`.
 /// - `partition={ max=<256..65536> }`: the largest partition, a power of two. Default 16384.
 /// - `target.object=<node name|serial>`: where a session manager sends the output.
-/// - `capture.props={ ... }`, `playback.props={ ... }`: sink mode's two streams' properties, as
-///   filter-chain's (`media.class=Audio/Sink` in `capture.props` makes a sink).
+/// - `capture.props={ ... }`, `playback.props={ ... }`: the two streams' properties, as
+///   filter-chain's (`media.class=Audio/Sink` in `capture.props` makes a sink,
+///   `media.class=Audio/Source` in `playback.props` a source).
 /// - `filter.smart=<bool>`, `filter.smart.name=<name>`, `filter.smart.target={ ... }`,
 ///   `filter.smart.before=[ ... ]`, `filter.smart.after=[ ... ]`, `filter.smart.disabled=<bool>`,
 ///   `filter.smart.targetable=<bool>`: WirePlumber 0.5's smart filter keys, on the sink.
@@ -79,7 +85,7 @@ import ConvolverNode
 ///     } } ]
 /// ```
 ///
-/// From the shell, into the running daemon:
+/// From the shell (the node lives in pw-cli's own process while pw-cli runs):
 ///
 /// ```
 /// pw-cli load-module libpipewire-module-swift-convolver '{ filename = "builtin:hall" }'
