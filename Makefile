@@ -2,8 +2,9 @@
 #   make test        install missing Debian packages, build everything, run every test (system PipeWire and 1.4.2)
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
-#   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~25 min);
-#                    `make bench-live PIPEWIRE=1.4` on PipeWire 1.4.2 against filter-chain 1.4.2
+#   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~40 min),
+#                    then bench-graph; `make bench-live PIPEWIRE=1.4` on PipeWire 1.4.2 against filter-chain 1.4.2
+#   make bench-graph filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module (~15 min)
 #   make bench-render  `pw-convolver render` beside zita's fconvolver on the same files (~5 min)
 #   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
 #   make build       the products users install (Swift runtime linked in: no toolchain needed to run them)
@@ -24,7 +25,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build man deb format test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-render soak clean install uninstall
+.PHONY: deps build man deb format test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-graph bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -84,6 +85,18 @@ ifeq ($(PIPEWIRE),1.4)
 		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests
 endif
 	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter system,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
+	$(MAKE) --no-print-directory bench-graph PIPEWIRE=$(PIPEWIRE)
+
+# The graph cases alone: filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module.
+bench-graph: deps
+	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
+ifeq ($(PIPEWIRE),1.4)
+	eval "$$(scripts/pipewire-1.4.sh env)" && \
+		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests
+else
+	$(SWIFT) build -c release -Xswiftc -enable-testing
+endif
+	$(PYTHON) scripts/bench-graph.py --pipewire $(PIPEWIRE)
 
 # fconvolver comes with Debian's jconvolver, GNU time measures both (only this benchmark needs them).
 bench-render: build
