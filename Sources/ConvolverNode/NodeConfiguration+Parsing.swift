@@ -44,7 +44,7 @@ extension NodeConfiguration {
             case "audio.position": positions = try channelPositions(value, key)
             case "output.position": configuration.outputPositions = try channelPositions(value, key)
             case "filename": (configuration.filename, configuration.rateAlternatives) = try filenames(value, key)
-            case "gain": configuration.gain = try number(value, key, 0...gainLimit)
+            case "gain": configuration.gain = try gain(value, key, 0...gainLimit)
             case "mix": configuration.mix = try number(value, key, 0...1)
             case "bypass": configuration.bypass = try boolean(value, key)
             case "width": configuration.width = try number(value, key, StereoWidth.range)
@@ -117,7 +117,7 @@ extension NodeConfiguration {
                     throw NodeConfigurationError(key: key, message: "'\(other)' is not equal-power or linear")
                 }
             case "target.object": configuration.targetObject = try text(value, key)
-            case "test.record-calls": configuration.testRecordCallsPath = try text(value, key)
+            case "test.record-calls": configuration.testRecordCallsPath = expandingHome(try text(value, key))
             case "test.fault":
                 let name = try text(value, key)
                 guard let fault = TestFault(rawValue: name) else {

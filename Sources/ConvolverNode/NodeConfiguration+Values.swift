@@ -1,6 +1,7 @@
 // The readers of one SPA-JSON value each (text, numbers, durations, positions, file lists,
 // impulse matrices): each error names the key it was read for.
 import Convolution
+import Glibc
 import LevelScheduling
 import Workgroup
 
@@ -20,6 +21,34 @@ extension NodeConfiguration {
             throw NodeConfigurationError(key: key, message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
         }
         return number
+    }
+
+    /// A gain: linear (`0.5`) or decibels (`"-6dB"`, as the IR options take it); `range` is linear.
+    static func gain(_ value: SPAJSONValue, _ key: String, _ range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
+        guard let text = value.text, let gain = linearGain(text) else {
+            throw NodeConfigurationError(
+                key: key, message: "'\(value.text ?? "(not a value)")' is not a gain: a linear number (0.5) or decibels (\"-6dB\")")
+        }
+        guard range.contains(gain) else {
+            throw NodeConfigurationError(key: key, message: "\(gain) is outside \(range.lowerBound)...\(range.upperBound)")
+        }
+        return gain
+    }
+
+    /// "0.5" → 0.5, "-6dB" → 0.501; nil for anything else or a gain that is not finite.
+    public static func linearGain(_ text: String) -> Double? {
+        let trimmed = text.lowercased().filter { $0 != " " }
+        let gain = trimmed.hasSuffix("db") ? Double(trimmed.dropLast(2)).map { pow(10, $0 / 20) } : Double(trimmed)
+        return gain.flatMap { $0.isFinite ? $0 : nil }
+    }
+
+    /// A path as a shell would expand its start: `~/…`, `$HOME/…` and `${HOME}/…` in the user's home.
+    static func expandingHome(_ path: String) -> String {
+        guard let home = getenv("HOME").map({ String(cString: $0) }), !home.isEmpty else { return path }
+        for prefix in ["~/", "$HOME/", "${HOME}/"] where path.hasPrefix(prefix) {
+            return home + "/" + path.dropFirst(prefix.count)
+        }
+        return path == "~" ? home : path
     }
 
     /// Seconds as a number (`0.05`) or text with a unit (`"50ms"`, `"0.05s"`).
@@ -91,9 +120,9 @@ extension NodeConfiguration {
 
     /// A file name, or filter-chain's array of one IR's files at several rates (the first, and all).
     static func filenames(_ value: SPAJSONValue, _ key: String) throws(NodeConfigurationError) -> (String, [String]) {
-        guard case let .array(elements) = value else { return (try text(value, key), []) }
+        guard case let .array(elements) = value else { return (expandingHome(try text(value, key)), []) }
         var names: [String] = []
-        for (index, element) in elements.enumerated() { names.append(try text(element, "\(key)[\(index)]")) }
+        for (index, element) in elements.enumerated() { names.append(expandingHome(try text(element, "\(key)[\(index)]"))) }
         guard let first = names.first else { throw NodeConfigurationError(key: key, message: "an empty list of files") }
         return (first, names.count > 1 ? names : [])
     }
@@ -114,7 +143,7 @@ extension NodeConfiguration {
                 case "output": output = try integer(subvalue, name, 0...(channelLimit - 1))
                 case "filename": (filename, rateAlternatives) = try filenames(subvalue, name)
                 case "channel": channel = try integer(subvalue, name, 0...(channelLimit - 1))
-                case "gain": gain = try number(subvalue, name, -gainLimit...gainLimit)
+                case "gain": gain = try Self.gain(subvalue, name, -gainLimit...gainLimit)
                 case "delay": delay = try integer(subvalue, name, 0...sampleCountLimit)
                 case "offset": offset = try integer(subvalue, name, 0...sampleCountLimit)
                 case "length": length = try integer(subvalue, name, 0...sampleCountLimit)

@@ -164,12 +164,12 @@ public struct NodeConfiguration: Sendable, Equatable {
             if impulse.input >= channelCount {
                 throw NodeConfigurationError(
                     key: "impulses[\(index)].input",
-                    message: "\(impulse.input) is out of range for \(channelCount) channels")
+                    message: "\(impulse.input) is out of range for \(channelCount) input channels (counted from 0: 0...\(channelCount - 1))")
             }
             if impulse.output >= outputCount {
                 throw NodeConfigurationError(
                     key: "impulses[\(index)].output",
-                    message: "\(impulse.output) is out of range for \(outputCount) output channels")
+                    message: "\(impulse.output) is out of range for \(outputCount) output channels (counted from 0: 0...\(outputCount - 1))")
             }
         }
     }

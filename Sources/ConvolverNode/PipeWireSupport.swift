@@ -158,7 +158,9 @@ enum PropsParam {
             guard let value = spa_pod_parser_next(&parser) else { break }
             switch key {
             case "gain":
-                if let number = number(value), (0...NodeConfiguration.gainLimit).contains(number) {
+                if let number = number(value) ?? string(value).flatMap(NodeConfiguration.linearGain),
+                    (0...NodeConfiguration.gainLimit).contains(number)
+                {
                     change.gain = number
                 } else {
                     change.rejected.append(key)
@@ -176,9 +178,8 @@ enum PropsParam {
                     change.rejected.append(key)
                 }
             case "filename":
-                var text: UnsafePointer<CChar>?
-                if spa_pod_get_string(value, &text) == 0, let text, text.pointee != 0 {
-                    change.filename = String(cString: text)
+                if let text = string(value), !text.isEmpty {
+                    change.filename = NodeConfiguration.expandingHome(text)
                 } else {
                     change.rejected.append(key)
                 }
@@ -213,15 +214,17 @@ enum PropsParam {
         return value.isFinite ? value : nil
     }
 
+    private static func string(_ pod: UnsafeMutablePointer<spa_pod>) -> String? {
+        var text: UnsafePointer<CChar>?
+        guard spa_pod_get_string(pod, &text) == 0, let text else { return nil }
+        return String(cString: text)
+    }
+
     private static func boolean(_ pod: UnsafeMutablePointer<spa_pod>) -> Bool? {
         var flag = false
         if spa_pod_get_bool(pod, &flag) == 0 { return flag }
         if let number = number(pod) { return number != 0 }
-        var text: UnsafePointer<CChar>?
-        if spa_pod_get_string(pod, &text) == 0, let text {
-            return SPAJSONValue.word(String(cString: text)).bool
-        }
-        return nil
+        return string(pod).flatMap { SPAJSONValue.word($0).bool }
     }
 }
 

@@ -90,11 +90,18 @@ public struct SPAJSONMember: Sendable, Equatable {
     }
 }
 
-/// A syntax error with the byte offset where it was found.
+/// A syntax error: where it was found (byte offset, and line and column counted from 1) and the
+/// text there.
 public struct SPAJSONError: Error, Equatable, CustomStringConvertible {
     public var offset: Int
+    public var line: Int
+    public var column: Int
+    /// The source from the error to the end of its line (at most 40 characters).
+    public var nearText: String
     public var message: String
-    public var description: String { "SPA-JSON syntax error at byte \(offset): \(message)" }
+    public var description: String {
+        "SPA-JSON syntax error at line \(line), column \(column)\(nearText.isEmpty ? " (the end)" : " ('\(nearText)')"): \(message)"
+    }
 }
 
 struct SPAJSONParser {
@@ -109,7 +116,16 @@ struct SPAJSONParser {
     var atEnd: Bool { index >= bytes.count }
     var peek: UInt8? { atEnd ? nil : bytes[index] }
 
-    func error(_ message: String) -> SPAJSONError { SPAJSONError(offset: index, message: message) }
+    func error(_ message: String) -> SPAJSONError {
+        let before = bytes[..<min(index, bytes.count)]
+        let lineStart = before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
+        let lineEnd = bytes[min(index, bytes.count)...].firstIndex(of: UInt8(ascii: "\n")) ?? bytes.count
+        let near = String(decoding: bytes[min(index, bytes.count)..<lineEnd].prefix(40), as: UTF8.self)
+        return SPAJSONError(
+            offset: index, line: before.filter { $0 == UInt8(ascii: "\n") }.count + 1,
+            column: String(decoding: bytes[lineStart..<min(index, bytes.count)], as: UTF8.self).count + 1,
+            nearText: near.trimmingTrailingSpace, message: message)
+    }
 
     mutating func skipSpaceAndComments() {
         while let byte = peek {
@@ -227,5 +243,13 @@ struct SPAJSONParser {
             }
         }
         throw error("unterminated string")
+    }
+}
+
+extension String {
+    fileprivate var trimmingTrailingSpace: String {
+        var text = Substring(self)
+        while let last = text.last, last == " " || last == "\t" || last == "\r" { text = text.dropLast() }
+        return String(text)
     }
 }

@@ -26,7 +26,7 @@ enum RunCommand: Command {
           --position FL,FR        channel positions; sets the count too [audio.position]
           --name NAME             node.name (default swift-convolver) [node.name]
           --description TEXT      node.description (default Convolver) [node.description]
-          --gain G                linear gain of the convolved signal (default 1.0) [gain]
+          --gain G                gain of the convolved signal, linear or "-6dB" (default 1.0) [gain]
           --mix M                 dry/wet, 0 = dry ... 1 = wet (default 1.0) [mix]
           --threads N|auto|levels workgroup helper threads (default auto) [workgroup.threads]
           --target NODE           where the session manager sends the output (a node name or serial; in

@@ -40,7 +40,8 @@ func printToStandardError(_ line: String) {
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "--help" || arguments.first == "-h" || arguments.first == "help" {
+// No arguments: short help, not a node on nothing (`pw-convolver run` with no IR is an error anyway).
+if arguments.isEmpty || arguments.first == "--help" || arguments.first == "-h" || arguments.first == "help" {
     printHelp()
     exit(0)
 }

@@ -36,6 +36,43 @@ final class NodeConfigurationTests: XCTestCase {
         }
         let deep = String(repeating: "[", count: 200) + String(repeating: "]", count: 200)
         XCTAssertThrowsError(try SPAJSONValue.parse(deep))
+        // Line and column (from 1) and the text there, as an editor shows them.
+        let config = "node.name = x\nfilename = \"/ir.wav\"\n  impulses = [ { input = 0 ] }\n"
+        XCTAssertThrowsError(try SPAJSONValue.parse(config)) { error in
+            let error = error as? SPAJSONError
+            XCTAssertEqual(error?.line, 3)
+            XCTAssertEqual(error?.column, 28)
+            XCTAssertEqual(error?.nearText, "] }")
+            XCTAssertEqual(error?.description.hasPrefix("SPA-JSON syntax error at line 3, column 28 ('] }'): "), true, "\(String(describing: error))")
+        }
+    }
+
+    /// What a new user writes and expects to work: gains in dB, paths from the home directory,
+    /// matrix indices explained as counted from 0.
+    func testGainsInDecibelsPathsFromHomeAndZeroBasedIndices() throws {
+        let home = try XCTUnwrap(ProcessInfo.processInfo.environment["HOME"])
+        let (configuration, _) = try NodeConfiguration.parse(
+            arguments: """
+                filename = "~/irs/hall.wav" gain = "-6dB"
+                impulses = [ { input = 0 output = 0 filename = "$HOME/a.wav" gain = "+3 dB" } { input = 1 output = 1 filename = "${HOME}/b.wav" gain = -0.5 } ]
+                """)
+        XCTAssertEqual(configuration.filename, home + "/irs/hall.wav")
+        XCTAssertEqual(configuration.impulses.map(\.filename), [home + "/a.wav", home + "/b.wav"])
+        XCTAssertEqual(configuration.gain, 0.501187, accuracy: 1e-6)
+        XCTAssertEqual(configuration.impulses.map(\.gain)[0], 1.412538, accuracy: 1e-6)
+        XCTAssertEqual(configuration.impulses.map(\.gain)[1], -0.5)
+        for (arguments, key, fragment) in [
+            ("filename = x gain = \"loud\"", "gain", "not a gain: a linear number (0.5) or decibels"),
+            ("filename = x gain = \"60dB\"", "gain", "1000.0 is outside 0.0...100.0"),
+            ("impulses = [ { input = 2 output = 0 filename = x } ]", "impulses[0].input", "counted from 0: 0...1"),
+            ("impulses = [ { input = 0 output = 5 filename = x } ]", "impulses[0].output", "counted from 0: 0...1"),
+        ] {
+            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: arguments), arguments) { error in
+                let error = error as? NodeConfigurationError
+                XCTAssertEqual(error?.key, key, arguments)
+                XCTAssertEqual(error?.message.contains(fragment), true, "\(arguments): \(String(describing: error))")
+            }
+        }
     }
 
     func testDefaultsAndEveryKey() throws {

@@ -266,7 +266,7 @@ extension FilterGraph {
                 let (first, all) = try NodeConfiguration.filenames(value, valueKey)
                 impulse.filenames = all.isEmpty ? [first] : all
             case "channel": impulse.channel = try NodeConfiguration.integer(value, valueKey, 0...1023)
-            case "gain": impulse.gain = try NodeConfiguration.number(value, valueKey, -NodeConfiguration.gainLimit...NodeConfiguration.gainLimit)
+            case "gain": impulse.gain = try NodeConfiguration.gain(value, valueKey, -NodeConfiguration.gainLimit...NodeConfiguration.gainLimit)
             case "delay":
                 let written = value.text ?? ""
                 if written.contains(".") || written.lowercased().contains("e") {
