@@ -136,6 +136,7 @@ MODULE_ENV_DROPIN :=
 endif
 INSTALLED_FILES := $(BINDIR)/pw-convolver $(MODULEDIR)/$(MODULE_FILE) \
 	$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf $(SYSTEMD_USERDIR)/swift-convolver.service \
+	$(SYSTEMD_USERDIR)/swift-convolver@.service \
 	$(MODULE_ENV_DROPIN) $(MANDIR)/man1/pw-convolver.1 $(MANDIR)/man7/libpipewire-module-swift-convolver.7 \
 	$(addprefix $(DATADIR)/,$(notdir $(wildcard pipewire-conf/swift-convolver*.conf)) README.md)
 
@@ -151,6 +152,8 @@ install:
 	install -D -m 644 $(MAN_DIR)/libpipewire-module-swift-convolver.7 "$(DESTDIR)$(MANDIR)/man7/libpipewire-module-swift-convolver.7"
 	install -d "$(DESTDIR)$(SYSTEMD_USERDIR)"
 	sed 's|@BINDIR@|$(BINDIR)|g' contrib/systemd/swift-convolver.service.in >"$(DESTDIR)$(SYSTEMD_USERDIR)/swift-convolver.service"
+	sed -e 's|@DATADIR@|$(DATADIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+		contrib/systemd/swift-convolver@.service.in >"$(DESTDIR)$(SYSTEMD_USERDIR)/swift-convolver@.service"
 ifneq ($(MODULE_ENV_DROPIN),)
 	install -d "$(DESTDIR)$(dir $(MODULE_ENV_DROPIN))"
 	printf '# swift-convolver (make install): PipeWire finds the module in $(MODULEDIR).\n[Service]\nEnvironment=PIPEWIRE_MODULE_DIR=$(MODULEDIR):$(PIPEWIRE_MODULEDIR)\n' \
@@ -158,6 +161,7 @@ ifneq ($(MODULE_ENV_DROPIN),)
 endif
 	@echo "Installed. Restart PipeWire to load the drop-in: systemctl --user daemon-reload && systemctl --user restart pipewire"
 	@echo "Standalone sink instead: systemctl --user enable --now swift-convolver.service"
+	@echo "Any config ~/.config/swift-convolver/NAME.conf at login: systemctl --user enable --now swift-convolver@NAME.service"
 
 # Removes exactly the files install writes (and, at user level, the cache of FFTW wisdom and machine costs), then the
 # project's own directories if empty. Shared directories (bin, lib, pipewire.conf.d) stay.

@@ -31,6 +31,9 @@ install -m 644 pipewire-conf/swift-convolver*.conf README.md "$root/usr/share/$p
 install -d "$root/usr/lib/systemd/user"
 sed 's|@BINDIR@|/usr/bin|g' contrib/systemd/swift-convolver.service.in >"$root/usr/lib/systemd/user/swift-convolver.service"
 chmod 644 "$root/usr/lib/systemd/user/swift-convolver.service"
+sed -e 's|@DATADIR@|/usr/share/swift-convolver|g' -e 's|@BINDIR@|/usr/bin|g' \
+    contrib/systemd/swift-convolver@.service.in >"$root/usr/lib/systemd/user/swift-convolver@.service"
+chmod 644 "$root/usr/lib/systemd/user/swift-convolver@.service"
 install -D -m 644 "$man/pw-convolver.1" "$root/usr/share/man/man1/pw-convolver.1"
 install -D -m 644 "$man/libpipewire-module-swift-convolver.7" "$root/usr/share/man/man7/libpipewire-module-swift-convolver.7"
 gzip -9n "$root/usr/share/man/man1/pw-convolver.1" "$root/usr/share/man/man7/libpipewire-module-swift-convolver.7"

@@ -43,7 +43,7 @@ extension NodeConfiguration {
     }
 
     /// A path as a shell would expand its start: `~/…`, `$HOME/…` and `${HOME}/…` in the user's home.
-    static func expandingHome(_ path: String) -> String {
+    public static func expandingHome(_ path: String) -> String {
         guard let home = getenv("HOME").map({ String(cString: $0) }), !home.isEmpty else { return path }
         for prefix in ["~/", "$HOME/", "${HOME}/"] where path.hasPrefix(prefix) {
             return home + "/" + path.dropFirst(prefix.count)

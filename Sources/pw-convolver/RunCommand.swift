@@ -1,4 +1,5 @@
 // `pw-convolver [run] [options]`: the convolver node as a standalone PipeWire client.
+import Convolution
 import ConvolverNode
 import Glibc
 
@@ -35,11 +36,15 @@ enum RunCommand: Command {
           --set KEY=VALUE         any module argument (repeatable), e.g. --set sofa.azimuth=90
                                   --set 'workgroup.threads=2' (in order with the options above)
           --args '{ ... }'        any module arguments in SPA-JSON (applied before the options above)
+          --config FILE           the arguments of the libpipewire-module-swift-convolver module in a PipeWire
+                                  config file (one module; a filter-chain config with the module's name
+                                  changed is one), applied first; `~/` is the home directory
 
         Examples:
           pw-convolver --ir builtin:hall --name hall
           pw-link <source>:output_FL hall:input_FL
           pw-convolver --ir builtin:hall --name hall-sink --sink
+          pw-convolver run --config ~/.config/swift-convolver/hesuvi.conf
           wpctl set-default <id of hall-sink>     # or pw-play --target hall-sink music.wav
         """
 
@@ -70,6 +75,7 @@ enum RunCommand: Command {
                 do { members.append(try SPAJSONMember.setting(try value(option))) } catch let error as NodeConfigurationError {
                     throw UsageError("--set \(error)")
                 }
+            case "--config": extra = try moduleArguments(inConfig: NodeConfiguration.expandingHome(try value(option))) + extra
             case "--args":
                 let text = try value(option)
                 do {
@@ -93,8 +99,38 @@ enum RunCommand: Command {
         } catch {
             throw UsageError(error.description)
         }
-        try StandaloneClient.run(configuration) { line in
+        try StandaloneClient.run(configuration, sampleRate: configuration.audioRate ?? 48000) { line in
             printToStandardError("pw-convolver: \(line)")
         }
+    }
+
+    /// The `args` of the one libpipewire-module-swift-convolver module in the config file at `path`.
+    static func moduleArguments(inConfig path: String) throws -> [SPAJSONMember] {
+        guard let text = SystemFiles.readText(path) else { throw UsageError("--config: cannot read '\(path)'") }
+        let config: SPAJSONValue
+        do { config = try SPAJSONValue.parse(text) } catch { throw UsageError("--config \(path): \(error)") }
+        guard case let .object(sections) = config, case let .array(modules)? = sections.last(where: { $0.key == "context.modules" })?.value
+        else { throw UsageError("--config \(path): no context.modules = [ ... ]") }
+        var found: [[SPAJSONMember]] = []
+        for case let .object(module) in modules {
+            switch module.first(where: { $0.key == "name" })?.value.text {
+            case "libpipewire-module-swift-convolver":
+                guard case let .object(arguments) = module.first(where: { $0.key == "args" })?.value ?? .object([]) else {
+                    throw UsageError("--config \(path): the module's args are not an object { ... }")
+                }
+                found.append(arguments)
+            case "libpipewire-module-filter-chain":
+                throw UsageError(
+                    "--config \(path): this config loads libpipewire-module-filter-chain; change that name to "
+                        + "libpipewire-module-swift-convolver (README, \"Switching from filter-chain\")")
+            default: continue
+            }
+        }
+        guard found.count == 1 else {
+            throw UsageError(
+                "--config \(path): \(found.count) libpipewire-module-swift-convolver modules; --config runs one "
+                    + "(pipewire -c runs a config with several)")
+        }
+        return found[0]
     }
 }

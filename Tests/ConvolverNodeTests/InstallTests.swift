@@ -36,7 +36,7 @@ final class InstallTests: XCTestCase {
         for expected in [
             ".local/bin/pw-convolver", ".local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so",
             ".config/pipewire/pipewire.conf.d/swift-convolver.conf",
-            ".config/systemd/user/swift-convolver.service",
+            ".config/systemd/user/swift-convolver.service", ".config/systemd/user/swift-convolver@.service",
             ".config/systemd/user/pipewire.service.d/swift-convolver.conf",
             ".local/share/swift-convolver/swift-convolver.conf",
             ".local/share/swift-convolver/swift-convolver-virtual-surround-7.1-hesuvi.conf",
@@ -90,6 +90,40 @@ final class InstallTests: XCTestCase {
         XCTAssertEqual(try daemon.nodeProperties("installed-sink")?.properties["media.class"] as? String, "Audio/Sink")
         standalone.stop()
         client.stop()
+
+        // swift-convolver@NAME.service: its command line as systemd would run it ($$ → $, %i → NAME),
+        // on the user's own config first (a filter-chain config switched to this module), then on a
+        // ready-made one, and a name with no config fails saying where it looked.
+        let template = try String(contentsOfFile: home + "/.config/systemd/user/swift-convolver@.service", encoding: .utf8)
+        let script = try XCTUnwrap(
+            template.split(separator: "\n").first { $0.hasPrefix("ExecStart=/bin/sh -c '") }
+                .map { String($0.dropFirst("ExecStart=/bin/sh -c '".count).dropLast()) })
+        func runUnit(_ name: String) throws -> BackgroundProcess {
+            let command = script.replacingOccurrences(of: "$$", with: "$").replacingOccurrences(of: "%i", with: name)
+            return try daemon.spawn(
+                system.command(["/bin/sh", "-c", command]), logName: "unit-\(name).log",
+                extraEnvironment: ["HOME": home])
+        }
+        let mine = home + "/.config/swift-convolver/mix.conf"
+        try FileManager.default.createDirectory(atPath: home + "/.config/swift-convolver", withIntermediateDirectories: true)
+        try String(contentsOfFile: Self.repository + "/Tests/ConvolverNodeTests/FilterChainConfigs/sink-mix-FL-FR.conf", encoding: .utf8)
+            .replacingOccurrences(of: "libpipewire-module-filter-chain", with: "libpipewire-module-swift-convolver")
+            .write(toFile: mine, atomically: true, encoding: .utf8)
+        let mixUnit = try runUnit("mix")
+        defer { mixUnit.stop() }
+        try daemon.waitForPorts(ofNode: "mix_input.mix-FL-FR-to-FL", count: 2, timeout: 30)
+        XCTAssertEqual(try daemon.nodeProperties("mix_input.mix-FL-FR-to-FL")?.properties["media.class"] as? String, "Audio/Sink")
+        XCTAssertTrue(mixUnit.log.contains("sink 'mix_input.mix-FL-FR-to-FL' running"), mixUnit.log)
+        mixUnit.stop()
+        let readyMade = try runUnit("swift-convolver")
+        defer { readyMade.stop() }
+        try daemon.waitForPorts(ofNode: "swift-convolver", count: 4, timeout: 30)
+        readyMade.stop()
+        let missing = try runUnit("no-such-config")
+        XCTAssertTrue(missing.waitForExit(timeout: 10))
+        XCTAssertEqual(missing.process.terminationStatus, 1)
+        XCTAssertTrue(missing.log.contains("swift-convolver@no-such-config: no no-such-config.conf in \(home)/.config/swift-convolver/"), missing.log)
+        try FileManager.default.removeItem(atPath: home + "/.config/swift-convolver")
 
         try make(["uninstall", "HOME=\(home)"])
         XCTAssertEqual(entriesOtherThanDirectories(under: home), [], "uninstall left files behind")
