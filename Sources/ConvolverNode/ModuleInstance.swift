@@ -95,7 +95,9 @@ public final class ConvolverModuleInstance {
         ])
         _ = pw_impl_module_update_properties(module, &moduleProperties.pointee.dict)
         pw_properties_free(moduleProperties)
-        PipeWireLog.info("\(configuration.nodeName): loaded, \(configuration.channelCount) channels, IR \(configuration.filename ?? (configuration.graph != nil ? "filter.graph" : "impulses"))")
+        PipeWireLog.info(
+            "\(configuration.nodeName): loaded, \(configuration.channelCount) channels, IR \(configuration.filename ?? (configuration.graph != nil ? "filter.graph" : "impulses"))"
+        )
     }
 
     /// Filter first, then core hooks, then our own core connection.

@@ -164,26 +164,32 @@ final class BadInputTests: XCTestCase {
                 name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
             // filter-chain's graphs: what cannot be compiled into a convolution is refused by name.
-            graphRow("a LADSPA plugin", "{ type = ladspa name = enc plugin = surround_encoder_1401 label = surroundEncoder }", live: .moduleLoad,
-                     ["node 'enc'", "LADSPA plugin", "surroundEncoder", "only linear builtin nodes", "keep this graph on filter-chain"]),
-            graphRow("an LV2 plugin", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/comp_mono\" label = comp }",
-                     ["node 'comp'", "LV2 plugin"]),
-            graphRow("linear with Add", "{ type = builtin label = linear name = shift control = { Mult = 1 Add = 0.5 } }", live: .moduleLoad,
-                     ["node 'shift'", "adds a constant", "keep this graph on filter-chain"]),
+            graphRow(
+                "a LADSPA plugin", "{ type = ladspa name = enc plugin = surround_encoder_1401 label = surroundEncoder }", live: .moduleLoad,
+                ["node 'enc'", "LADSPA plugin", "surroundEncoder", "only linear builtin nodes", "keep this graph on filter-chain"]),
+            graphRow(
+                "an LV2 plugin", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/comp_mono\" label = comp }",
+                ["node 'comp'", "LV2 plugin"]),
+            graphRow(
+                "linear with Add", "{ type = builtin label = linear name = shift control = { Mult = 1 Add = 0.5 } }", live: .moduleLoad,
+                ["node 'shift'", "adds a constant", "keep this graph on filter-chain"]),
             graphRow("clamp", "{ type = builtin label = clamp name = limit }", ["node 'limit'", "clamp", "clips"]),
             graphRow("exp", "{ type = builtin label = exp name = e }", ["node 'e'", "exp", "not linear"]),
             graphRow("log", "{ type = builtin label = log name = l }", ["node 'l'", "log", "not linear"]),
             graphRow("abs", "{ type = builtin label = abs name = a }", ["node 'a'", "abs"]),
             graphRow("sqrt", "{ type = builtin label = sqrt name = s }", ["node 's'", "sqrt"]),
             graphRow("ebur128", "{ type = builtin label = ebur128 name = meter }", ["node 'meter'", "ebur128"]),
-            graphRow("a biquad (not compiled yet)", "{ type = builtin label = bq_highpass name = hp }", ["node 'hp'", "bq_highpass", "does not compile yet"]),
+            graphRow(
+                "a biquad (not compiled yet)", "{ type = builtin label = bq_highpass name = hp }",
+                ["node 'hp'", "bq_highpass", "does not compile yet"]),
             graphRow("an unknown builtin", "{ type = builtin label = frobnicator name = f }", ["node 'f'", "unknown builtin label 'frobnicator'"]),
             graphRow(
                 "a link to a missing node", "{ type = builtin label = copy name = a } { type = builtin label = copy name = b }",
                 links: "{ output = \"a:Out\" input = \"nobody:In\" }", ["links[0].input", "no node is named 'nobody'"]),
             graphRow(
                 "a link to a missing port", "{ type = builtin label = copy name = a } { type = builtin label = mixer name = m }",
-                links: "{ output = \"a:Out\" input = \"m:In 9\" }", live: .moduleLoad, ["links[0].input", "'m:In 9'", "no input port 'In 9'", "'In 8'"]),
+                links: "{ output = \"a:Out\" input = \"m:In 9\" }", live: .moduleLoad,
+                ["links[0].input", "'m:In 9'", "no input port 'In 9'", "'In 8'"]),
             graphRow(
                 "a duplicate node name", "{ type = builtin label = copy name = a } { type = builtin label = copy name = a }",
                 ["nodes[1]", "second node named 'a'"]),
@@ -193,15 +199,20 @@ final class BadInputTests: XCTestCase {
                 links: "{ output = \"a:Out\" input = \"m:In 1\" } { output = \"m:Out\" input = \"a:In\" }",
                 inputs: "\"m:In 2\"", outputs: "\"b:Out\"", live: .moduleLoad, ["cycle", "'a'", "'m'"]),
             graphRow(
-                "an input linked twice", "{ type = builtin label = copy name = a } { type = builtin label = copy name = b } { type = builtin label = copy name = c }",
-                links: "{ output = \"a:Out\" input = \"c:In\" } { output = \"b:Out\" input = \"c:In\" }", ["links[1].input", "already has a link", "mixer"]),
-            graphRow("a mixer gain of NaN", "{ type = builtin label = mixer name = m control = { \"Gain 1\" = nan } }", live: .moduleLoad,
-                     ["node 'm'", "Gain 1", "not a finite number"]),
+                "an input linked twice",
+                "{ type = builtin label = copy name = a } { type = builtin label = copy name = b } { type = builtin label = copy name = c }",
+                links: "{ output = \"a:Out\" input = \"c:In\" } { output = \"b:Out\" input = \"c:In\" }",
+                ["links[1].input", "already has a link", "mixer"]),
             graphRow(
-                "a delay beyond max-delay", "{ type = builtin label = delay name = d config = { max-delay = 0.5 } control = { \"Delay (s)\" = 0.7 } }",
+                "a mixer gain of NaN", "{ type = builtin label = mixer name = m control = { \"Gain 1\" = nan } }", live: .moduleLoad,
+                ["node 'm'", "Gain 1", "not a finite number"]),
+            graphRow(
+                "a delay beyond max-delay",
+                "{ type = builtin label = delay name = d config = { max-delay = 0.5 } control = { \"Delay (s)\" = 0.7 } }",
                 ["node 'd'", "Delay (s)", "beyond its max-delay of 0.5"]),
-            graphRow("an input that names an output port", "{ type = builtin label = copy name = a }", inputs: "\"a:Out\"",
-                     ["inputs[0]", "'a:Out'", "no input port 'Out'"]),
+            graphRow(
+                "an input that names an output port", "{ type = builtin label = copy name = a }", inputs: "\"a:Out\"",
+                ["inputs[0]", "'a:Out'", "no input port 'Out'"]),
             graphRow(
                 "0 channels", "{ type = builtin label = copy name = a }", extra: "audio.channels = 0", ["audio.channels", "0"]),
             graphRow(

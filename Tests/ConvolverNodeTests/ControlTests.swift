@@ -77,7 +77,8 @@ final class ControlTests: XCTestCase {
         XCTAssertEqual(try readProps(id)["mix"], "1.000000")
         // A gain in decibels, as in the module's arguments.
         try setProps(id, "\"gain\" \"-6dB\"")
-        XCTAssertTrue(waitUntil(timeout: 5) { (try? self.readProps(id)["gain"]) == "0.501187" }, "gain reads \(String(describing: try? readProps(id)["gain"]))")
+        XCTAssertTrue(
+            waitUntil(timeout: 5) { (try? self.readProps(id)["gain"]) == "0.501187" }, "gain reads \(String(describing: try? readProps(id)["gain"]))")
 
         XCTAssertTrue(client.isRunning, client.log)
         client.stop()

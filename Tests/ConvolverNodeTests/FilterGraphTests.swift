@@ -56,7 +56,8 @@ final class FilterGraphTests: XCTestCase {
         text = text.replacingOccurrences(of: "libpipewire-module-filter-chain", with: module)
         // Headless 0.3.65 has no session manager to give a module's streams ports: they configure
         // their own, which needs a fixed rate (docs/facts.md).
-        let ports = PipeWireInstallation.isOneDotX ? "" : " adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
+        let ports =
+            PipeWireInstallation.isOneDotX ? "" : " adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }"
         for props in ["capture.props", "playback.props"] {
             text = text.replacingOccurrences(of: "\(props) = {", with: "\(props) = { node.autoconnect = false\(ports)")
                 .replacingOccurrences(of: "\"\(props)\": {", with: "\"\(props)\": { \"node.autoconnect\": false,\(ports)")
@@ -125,8 +126,9 @@ final class FilterGraphTests: XCTestCase {
         let impulses = try writeImpulses()
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "ours")
         let ours = try clientConfig(
-            name, module: "libpipewire-module-swift-convolver", extraArguments: record.argument, impulses: impulses)
-            .replacingOccurrences(of: input, with: "ours.\(input)").replacingOccurrences(of: output, with: "ours.\(output)")
+            name, module: "libpipewire-module-swift-convolver", extraArguments: record.argument, impulses: impulses
+        )
+        .replacingOccurrences(of: input, with: "ours.\(input)").replacingOccurrences(of: output, with: "ours.\(output)")
         try ours.write(toFile: path("ours.conf"), atomically: true, encoding: .utf8)
         let client = try daemon.spawn(["pipewire", "-c", path("ours.conf")], logName: "ours.log")
         background.append(client)
@@ -168,7 +170,9 @@ final class FilterGraphTests: XCTestCase {
         background.append(player)
         try daemon.waitForPorts(ofNode: "play", count: positions.count)
         for system in systems {
-            for (position, inputPort) in zip(positions, system.inputPorts.sorted(by: { positions.firstIndex(of: $0.portPosition)! < positions.firstIndex(of: $1.portPosition)! })) {
+            for (position, inputPort) in zip(
+                positions, system.inputPorts.sorted(by: { positions.firstIndex(of: $0.portPosition)! < positions.firstIndex(of: $1.portPosition)! }))
+            {
                 try daemon.link("play:output_\(position)", "\(system.input):\(inputPort)")
             }
         }

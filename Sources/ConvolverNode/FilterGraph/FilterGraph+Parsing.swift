@@ -153,7 +153,8 @@ extension FilterGraph {
         }
         let what = "node '\(name)'"
         guard type == "builtin" else {
-            let kind = type.isEmpty ? "a node without a type" : type == "ladspa" || type == "lv2" ? "a \(type.uppercased()) plugin" : "a '\(type)' node"
+            let kind =
+                type.isEmpty ? "a node without a type" : type == "ladspa" || type == "lv2" ? "a \(type.uppercased()) plugin" : "a '\(type)' node"
             throw NodeConfigurationError(
                 key: key,
                 message: "\(what) is \(kind) (\(plugin.isEmpty ? label : "\(plugin) \(label)")): only linear builtin nodes "
@@ -166,7 +167,8 @@ extension FilterGraph {
                 throw NodeConfigurationError(key: "\(node) control \"\(port)\"", message: "'\(given.text ?? given.json)' is not a finite number")
             }
             guard range.contains(number) else {
-                throw NodeConfigurationError(key: "\(node) control \"\(port)\"", message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
+                throw NodeConfigurationError(
+                    key: "\(node) control \"\(port)\"", message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
             }
             return number
         }
@@ -202,7 +204,8 @@ extension FilterGraph {
             guard add == 0 else {
                 throw NodeConfigurationError(
                     key: "\(node) control \"Add\"",
-                    message: "node '\(name)' (builtin linear) adds a constant (\(add)): only linear builtin nodes compile into a convolution; \(keep)")
+                    message: "node '\(name)' (builtin linear) adds a constant (\(add)): only linear builtin nodes compile into a convolution; \(keep)"
+                )
             }
             kind = .scale(try controlValue("Mult", default: 1, range: -1000...1000))
         case "invert": kind = .scale(-1)
@@ -216,7 +219,8 @@ extension FilterGraph {
                     for (irIndex, irValue) in try array(configValue, "\(node) config impulses").enumerated() {
                         let irKey = "\(node) config impulses[\(irIndex)]"
                         impulses.append(
-                            try impulse(try NodeConfiguration.object(irValue, irKey), defaultChannel: irIndex, key: irKey, warnings: &warnings, bank: true))
+                            try impulse(
+                                try NodeConfiguration.object(irValue, irKey), defaultChannel: irIndex, key: irKey, warnings: &warnings, bank: true))
                     }
                 case "blocksize", "tailsize": warnings.append("\(node) config \(configKey): partitions are planned by this node; ignored")
                 case "latency": _ = try NodeConfiguration.number(configValue, "\(node) config latency", 0...3600)
