@@ -194,6 +194,11 @@ extension NodeConfiguration {
                     message: "is this node's own key, and filter.graph describes the audio filter-chain's way: use one or the other")
             }
             configuration.graph = try FilterGraph.parse(graphValue, warnings: &warnings)
+            if configuration.graph!.declaredLatencyFrames(sampleRate: 48000) != nil {
+                warnings.append(
+                    "filter.graph: the convolvers' latency is reported to the graph by a filter-mode node only; "
+                        + "this node's streams report their own")
+            }
             // As filter-chain: the streams are two (a stream filter unless a media.class makes a sink or a source).
             if !modeGiven && configuration.mode == .filter { configuration.mode = .stream }
             // Each stream's channels: its own props', else the top level's (filter-chain copies them), else the graph's ports.

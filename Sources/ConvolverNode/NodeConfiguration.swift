@@ -139,6 +139,12 @@ public struct NodeConfiguration: Sendable, Equatable {
         where !(1...Self.channelLimit).contains(count) {
             throw NodeConfigurationError(key: key, message: "\(count) channels: 1...\(Self.channelLimit) are supported")
         }
+        if latency != nil && mode != .filter {
+            throw NodeConfigurationError(
+                key: "latency",
+                message: "is reported to the graph by a filter-mode node only (mode = filter); the streams of a \(mode.rawValue) "
+                    + "report their own latency")
+        }
         if filename == nil && impulses.isEmpty && graph == nil {
             throw NodeConfigurationError(key: "filename", message: "no impulse response: set filename (a path or builtin:NAME) or impulses")
         }

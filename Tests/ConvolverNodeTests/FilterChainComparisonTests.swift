@@ -46,23 +46,11 @@ final class FilterChainComparisonTests: XCTestCase {
         guard shipped.contains("\"hrir_hesuvi/hrir.wav\""), shipped.contains("context.modules = [") else {
             throw TestFailure("\(shippedPath) is not the HeSuVi sink this test knows")
         }
-        return """
-            context.properties = { log.level = 2 }
-            context.spa-libs = { audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }
-            """ + "\n"
-                + shipped
+        return try ModuleClient.asClient(
+            shipped
                 .replacingOccurrences(of: "\"hrir_hesuvi/hrir.wav\"", with: "\"\(hrir)\"")
                 .replacingOccurrences(of: "capture.props = {", with: "capture.props = { node.autoconnect = false")
-                .replacingOccurrences(of: "playback.props = {", with: "playback.props = { node.autoconnect = false")
-                .replacingOccurrences(
-                    of: "context.modules = [",
-                    with: """
-                        context.modules = [
-                            { name = libpipewire-module-rt args = { rtkit.enabled = false rtportal.enabled = false } flags = [ ifexists nofail ] }
-                            { name = libpipewire-module-protocol-native }
-                            { name = libpipewire-module-client-node }
-                            { name = libpipewire-module-adapter }
-                        """)
+                .replacingOccurrences(of: "playback.props = {", with: "playback.props = { node.autoconnect = false"))
     }
 
     private struct Comparison: Decodable {

@@ -65,20 +65,7 @@ final class FilterGraphTests: XCTestCase {
         if !PipeWireInstallation.isOneDotX { extraArguments += " audio.rate = 48000" }
         text = text.replacingOccurrences(of: "args = {", with: "args = { \(extraArguments)")
             .replacingOccurrences(of: "\"args\": {", with: "\"args\": { \(extraArguments)")
-        guard let modules = text.range(of: "context.modules = [") else { throw TestFailure("\(name) has no context.modules") }
-        text.replaceSubrange(
-            modules,
-            with: """
-                context.modules = [
-                    { name = libpipewire-module-rt args = { rtkit.enabled = false rtportal.enabled = false } flags = [ ifexists nofail ] }
-                    { name = libpipewire-module-protocol-native }
-                    { name = libpipewire-module-client-node }
-                    { name = libpipewire-module-adapter }
-                """)
-        return """
-            context.properties = { log.level = 2 }
-            context.spa-libs = { audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }
-            """ + "\n" + text
+        return try ModuleClient.asClient(text)
     }
 
     private struct GraphAnswer: Decodable {

@@ -111,7 +111,7 @@ final class ModuleLifecycleTests: XCTestCase {
         self.daemon = daemon
         let cases: [(arguments: String, message: String)] = [
             ("filename = \"/nonexistent/ir.wav\"", "filename: impulse response file '/nonexistent/ir.wav' does not exist"),
-            ("filename = \"builtin:dirac\" gain = loud", "gain: 'loud' is not a number"),
+            ("filename = \"builtin:dirac\" gain = loud", "gain: 'loud' is not a gain"),
             ("filename = \"builtin:dirac\" mix = 2", "mix: 2.0 is outside 0.0...1.0"),
             ("filename = \"builtin:dirac\" audio.channels = 3 audio.position = [ FL FR ]", "audio.position: has 2 positions but audio.channels is 3"),
             ("filename = \"builtin:nothing\"", "unknown built-in impulse response 'builtin:nothing'"),

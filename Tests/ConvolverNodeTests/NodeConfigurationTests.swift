@@ -186,7 +186,8 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x latency = 300").0.latency, .samples(300))
         XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x latency = auto").0.latency, .auto)
         XCTAssertNil(try NodeConfiguration.parse(arguments: "filename = x").0.latency)
-        for bad in ["latency = -1", "latency = soon", "latency = 1.5"] {
+        // Never ignored: a sink's streams report their own latency, so there it is an error.
+        for bad in ["latency = -1", "latency = soon", "latency = 1.5", "latency = 300 mode = sink", "latency = auto mode = stream"] {
             XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + bad), bad) { error in
                 XCTAssertEqual((error as? NodeConfigurationError)?.key, "latency", "\(bad): \(error)")
             }

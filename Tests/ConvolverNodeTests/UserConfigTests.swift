@@ -273,9 +273,11 @@ final class SinkModeConfigurationTests: XCTestCase {
     func testModeKey() throws {
         XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac").0.mode, .filter)
         XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = sink").0.mode, .sink)
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = source")) { error in
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = source").0.mode, .source)
+        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = stream").0.mode, .stream)
+        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = speaker")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "mode")
-            XCTAssertTrue("\(error)".contains("source"), "\(error)")
+            XCTAssertTrue("\(error)".contains("'speaker' is not filter, sink, source, stream"), "\(error)")
         }
     }
 

@@ -69,44 +69,43 @@ extension FilterGraph {
             }
             graph.links.append(Link(output: from, input: to))
         }
-        // Without `inputs`/`outputs`: every input of the first node, every output of the last.
-        if let inputValues {
-            for (index, entry) in inputValues.enumerated() {
-                let name = "\(key).inputs[\(index)]"
-                guard let text = entry.text, text != "null" else { graph.inputs.append(nil); continue }
-                let port = try graph.port(text, input: true, defaultNode: 0, key: name)
-                if graph.inputs.contains(port) {
-                    throw NodeConfigurationError(key: name, message: "'\(text)' is already a graph input (use a copy node to feed two ports)")
-                }
-                if graph.links.contains(where: { $0.input == port }) {
-                    throw NodeConfigurationError(key: name, message: "'\(text)' already has a link (use a mixer to sum)")
-                }
-                graph.inputs.append(port)
-            }
-        } else {
-            graph.inputs = nodes[0].inputNames.indices.map { Port(node: 0, index: $0) }
-        }
-        if let outputValues {
-            for (index, entry) in outputValues.enumerated() {
-                let name = "\(key).outputs[\(index)]"
-                guard let text = entry.text, text != "null" else { graph.outputs.append(nil); continue }
-                let port = try graph.port(text, input: false, defaultNode: nodes.count - 1, key: name)
-                if graph.outputs.contains(port) {
-                    throw NodeConfigurationError(key: name, message: "'\(text)' is already a graph output (use a copy node)")
-                }
-                if graph.links.contains(where: { $0.output == port }) {
-                    throw NodeConfigurationError(key: name, message: "'\(text)' is already linked to another node (use a copy node)")
-                }
-                graph.outputs.append(port)
-            }
-        } else {
-            let last = nodes.count - 1
-            graph.outputs = nodes[last].outputNames.indices.map { Port(node: last, index: $0) }
-        }
+        graph.inputs = try graph.graphPorts(inputValues, input: true, key: "\(key).inputs")
+        graph.outputs = try graph.graphPorts(outputValues, input: false, key: "\(key).outputs")
         guard !graph.inputs.isEmpty else { throw NodeConfigurationError(key: "\(key).inputs", message: "the graph has no inputs") }
         guard !graph.outputs.isEmpty else { throw NodeConfigurationError(key: "\(key).outputs", message: "the graph has no outputs") }
         _ = try graph.evaluationOrder()
         return graph
+    }
+
+    /// The graph's `inputs` or `outputs`: `null` leaves a channel out; a port serves once, and not
+    /// beside a link (filter-chain's rules). Without the list: every input of the first node, or
+    /// every output of the last.
+    func graphPorts(_ values: [SPAJSONValue]?, input: Bool, key: String) throws(NodeConfigurationError) -> [Port?] {
+        let defaultNode = input ? 0 : nodes.count - 1
+        guard let values else {
+            return (input ? nodes[0].inputNames : nodes[defaultNode].outputNames).indices.map { Port(node: defaultNode, index: $0) }
+        }
+        var ports: [Port?] = []
+        for (index, entry) in values.enumerated() {
+            let name = "\(key)[\(index)]"
+            guard let text = entry.text, text != "null" else {
+                ports.append(nil)
+                continue
+            }
+            let port = try self.port(text, input: input, defaultNode: defaultNode, key: name)
+            if ports.contains(port) {
+                throw NodeConfigurationError(
+                    key: name,
+                    message: "'\(text)' is already a graph \(input ? "input (use a copy node to feed two ports)" : "output (use a copy node)")")
+            }
+            if links.contains(where: { (input ? $0.input : $0.output) == port }) {
+                throw NodeConfigurationError(
+                    key: name,
+                    message: "'\(text)' \(input ? "already has a link (use a mixer to sum)" : "is already linked to another node (use a copy node)")")
+            }
+            ports.append(port)
+        }
+        return ports
     }
 
     /// filter-chain's port syntax: "node:port", or "port" on `defaultNode`; a port is its name or

@@ -8,18 +8,31 @@ enum ModuleClient {
     static func configuration(arguments: String, contextProperties: String = "") -> String {
         """
         context.properties = { log.level = 3 \(contextProperties) }
-        context.spa-libs = {
-            audio.convert.* = audioconvert/libspa-audioconvert
-            support.*       = support/libspa-support
-        }
+        context.spa-libs = \(spaLibraries)
         context.modules = [
+        \(clientModules)
+            { name = libpipewire-module-swift-convolver args = { \(arguments) } }
+        ]
+        """
+    }
+
+    private static let spaLibraries = "{ audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }"
+    /// What a `pipewire -c` client process needs before its own modules (real-time threads, the
+    /// protocol, client nodes and the adapter its streams are made of).
+    private static let clientModules = """
             { name = libpipewire-module-rt args = { rtkit.enabled = false rtportal.enabled = false } flags = [ ifexists nofail ] }
             { name = libpipewire-module-protocol-native }
             { name = libpipewire-module-client-node }
             { name = libpipewire-module-adapter }
-            { name = libpipewire-module-swift-convolver args = { \(arguments) } }
-        ]
         """
+
+    /// A config that lists only its own modules (a filter-chain example, written for a process that
+    /// has the rest) as a client config: the context a client needs put in front of them.
+    static func asClient(_ text: String) throws -> String {
+        guard let modules = text.range(of: "context.modules = [") else { throw TestFailure("no context.modules = [ in:\n\(text)") }
+        var client = text
+        client.replaceSubrange(modules, with: "context.modules = [\n" + clientModules)
+        return "context.properties = { log.level = 2 }\ncontext.spa-libs = \(spaLibraries)\n" + client
     }
 
     /// Starts the client process; `name` names its config and log files.
