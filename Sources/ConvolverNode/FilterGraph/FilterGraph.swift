@@ -77,10 +77,4 @@ public struct FilterGraph: Sendable, Equatable {
     public var inputs: [Port?]
     /// The graph's outputs in channel order; nil for `null` (that channel is silent).
     public var outputs: [Port?]
-
-    /// "node:port" for messages.
-    func describe(_ port: Port, input: Bool) -> String {
-        let node = nodes[port.node]
-        return "\(node.name):\((input ? node.inputNames : node.outputNames)[port.index])"
-    }
 }
