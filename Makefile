@@ -25,7 +25,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build man deb format test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-graph bench-render soak clean install uninstall
+.PHONY: deps build man deb format test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-build bench-graph bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -75,27 +75,25 @@ demo: build
 bench: build
 	$(BUILD_DIR)/pw-convolver bench
 
-# The PipeWire bench-live runs on: the system's, or 1.4.2 (its build shares `make test`'s flags and cache).
+# The PipeWire the live benchmarks run on: the system's, or 1.4.2 (PIPEWIRE=1.4).
 PIPEWIRE ?= system
-# perf (Debian's linux-perf) tells each system's CPU in its convolution code from the rest; only this benchmark needs it.
-bench-live: build
-	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
-ifeq ($(PIPEWIRE),1.4)
-	eval "$$(scripts/pipewire-1.4.sh env)" && \
-		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests
-endif
-	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter system,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
-	$(MAKE) --no-print-directory bench-graph PIPEWIRE=$(PIPEWIRE)
-
-# The graph cases alone: filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module.
-bench-graph: deps
-	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
+# The node the live benchmarks load: the test build of the chosen PipeWire (1.4.2's shares `make test`'s flags and cache).
+bench-build: deps
 ifeq ($(PIPEWIRE),1.4)
 	eval "$$(scripts/pipewire-1.4.sh env)" && \
 		$(SWIFT) build --scratch-path .build/pipewire-1.4/build -c release -Xswiftc -enable-testing --build-tests
 else
 	$(SWIFT) build -c release -Xswiftc -enable-testing
 endif
+
+# perf (Debian's linux-perf) tells each system's CPU in its convolution code from the rest; only this benchmark needs it.
+bench-live: build bench-build
+	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
+	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter system,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
+	$(MAKE) --no-print-directory bench-graph PIPEWIRE=$(PIPEWIRE)
+
+# The graph cases alone: filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module.
+bench-graph: bench-build
 	$(PYTHON) scripts/bench-graph.py --pipewire $(PIPEWIRE)
 
 # fconvolver comes with Debian's jconvolver, GNU time measures both (only this benchmark needs them).
