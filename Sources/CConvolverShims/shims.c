@@ -1,5 +1,8 @@
 #include "CConvolverShims.h"
 
+#include <stdbool.h>
+#include <stdio.h>
+
 struct spa_source *cpw_loop_add_timer(struct pw_loop *loop, spa_source_timer_func_t func, void *data)
 {
 	return pw_loop_add_timer(loop, func, data);
@@ -45,9 +48,10 @@ void cpw_log(enum spa_log_level level, const char *message)
 
 uint32_t cpw_stream_flag_async(void)
 {
-#if PW_CHECK_VERSION(0, 3, 73)
-	return PW_STREAM_FLAG_ASYNC;
-#else
-	return 0;
-#endif
+	/* The running libpipewire decides, not the headers: the module built against 0.3.65's (the
+	 * Debian 12 package) runs on 1.x too, where a sink without the flag loses half its input. */
+	int major = 0, minor = 0, micro = 0;
+	sscanf(pw_get_library_version(), "%d.%d.%d", &major, &minor, &micro);
+	bool has_async = major > 0 || minor > 3 || (minor == 3 && micro >= 73);
+	return has_async ? 1u << 10 : 0;  /* PW_STREAM_FLAG_ASYNC, which 0.3.65's headers lack */
 }

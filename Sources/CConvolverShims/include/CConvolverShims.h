@@ -35,8 +35,8 @@ int cpw_core_add_listener(struct pw_core *core, struct spa_hook *listener,
 /// `pw_log_*` are macros over the varargs `pw_log_logt`: logs one preformatted message.
 void cpw_log(enum spa_log_level level, const char *message);
 
-/// `PW_STREAM_FLAG_ASYNC` where the headers have it (PipeWire ≥ 0.3.73), else 0: a stream whose
-/// buffers another stream's process callback dequeues (a sink's capture side). A C function
-/// because the flag is an enum constant that older headers lack, tested with `PW_CHECK_VERSION`.
+/// `PW_STREAM_FLAG_ASYNC` (a stream whose buffers another stream's process callback dequeues: a
+/// sink's capture side) when the running libpipewire has it (0.3.73 and newer), else 0, whatever
+/// headers the module was built against.
 uint32_t cpw_stream_flag_async(void);
 
