@@ -1,5 +1,7 @@
 # swift-convolver: build, test, demo and benchmarks. Works on a fresh Debian 12 with Swift at /opt/swift.
-#   make test        install missing Debian packages, build everything, run every test (system PipeWire and 1.4.2)
+#   make test        install missing Debian packages, build everything, run every test (system PipeWire), then the
+#                    live tests on PipeWire 1.4.2 and, in a Debian sid root, on PipeWire 1.6
+#   make check-distros  in Debian 13 and sid roots, with their own Swift: make deb, apt install, play, unit tests
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~40 min),
@@ -25,7 +27,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps build man deb format test test-pipewire-system test-pipewire-1.4 demo bench bench-live bench-build bench-graph bench-render soak clean install uninstall
+.PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -43,6 +45,10 @@ deps:
 		echo "Installing missing Debian packages:" $$missing; \
 		$(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 	fi
+
+# What a build and its tests need from Debian (scripts/debian-root.sh installs them in its roots).
+debian-packages:
+	@echo $(DEBIAN_PACKAGES)
 
 build: deps
 	$(SWIFT) build -c release --scratch-path $(DIST_DIR) -Xswiftc -static-stdlib --disable-local-rpath
@@ -68,6 +74,14 @@ test-pipewire-system: deps
 
 test-pipewire-1.4: deps
 	scripts/run-tests.sh pipewire-1.4
+
+test-pipewire-1.6: deps
+	scripts/run-tests.sh pipewire-1.6
+
+# Not part of `make test` (it builds twice from scratch with other toolchains, ~30 min): run it when the
+# code changes what it needs from Swift or PipeWire.
+check-distros:
+	scripts/check-distros.sh
 
 demo: build
 	PW_CONVOLVER=$(BUILD_DIR)/pw-convolver scripts/demo.sh

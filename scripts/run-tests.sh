@@ -26,9 +26,11 @@ end_leftover_processes() {
 
 # Which suites: `system` (every test, on the system's PipeWire), `pipewire-1.4` (the live tests
 # again on PipeWire 1.4.2 + WirePlumber 0.5.8 unpacked by scripts/pipewire-1.4.sh, built against
-# its headers in a build directory of its own), or both (the default, `make test`).
+# its headers in a build directory of its own), `pipewire-1.6` (the live tests of the system's
+# build again in a Debian sid root, on its PipeWire 1.6 + WirePlumber 0.5: scripts/debian-root.sh),
+# or all three (the default, `make test`).
 which=${1:-all}
-case "$which" in all|system|pipewire-1.4) ;; *) echo "usage: $0 [all|system|pipewire-1.4]" >&2; exit 2 ;; esac
+case "$which" in all|system|pipewire-1.4|pipewire-1.6) ;; *) echo "usage: $0 [all|system|pipewire-1.4|pipewire-1.6]" >&2; exit 2 ;; esac
 
 # Release: the DSP is tested as it ships (debug Swift is many times slower, and the real-time
 # contract is a property of the optimised code). -enable-testing for the @testable imports.
@@ -39,12 +41,19 @@ trap 'rm -f "$results"; end_leftover_processes' EXIT
 
 # suite LABEL SCRATCH [swift test arguments]: builds and runs; appends "LABEL passed failed skipped status".
 suite() {
-    local label=$1 scratch=$2 log status summary executed skipped=0 failed
+    local label=$1 scratch=$2
     shift 2
     swift build --scratch-path "$scratch" "${build_flags[@]}" --build-tests
+    record "$label" swift test --scratch-path "$scratch" "${build_flags[@]}" --skip-build --disable-swift-testing "$@"
+}
+
+# record LABEL COMMAND...: runs an XCTest run, shows its output and appends its counts to $results.
+record() {
+    local label=$1 log status summary executed skipped=0 failed
+    shift
     log=$(mktemp)
     set +e
-    swift test --scratch-path "$scratch" "${build_flags[@]}" --skip-build --disable-swift-testing "$@" 2>&1 | tee "$log"
+    "$@" 2>&1 | tee "$log"
     status=${PIPESTATUS[0]}
     set -e
     summary=$(grep -E 'Executed [0-9]+ tests?, with ' "$log" | tail -n 1 || true)
@@ -64,16 +73,30 @@ suite() {
 # What users install, for InstallTests and PackageTests: the static-stdlib products and the .deb.
 make --no-print-directory -s deb >/dev/null
 
-if [ "$which" != pipewire-1.4 ]; then
+if [ "$which" = all ] || [ "$which" = system ]; then
     suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build
     end_leftover_processes
 fi
-if [ "$which" != system ]; then
+if [ "$which" = all ] || [ "$which" = pipewire-1.4 ]; then
     (
         eval "$(scripts/pipewire-1.4.sh env)"
         echo "run-tests: on PipeWire 1.4.2 the live tests (ConvolverNodeTests)"
         suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build/pipewire-1.4/build --filter ConvolverNodeTests
     )
+fi
+
+if [ "$which" = all ] || [ "$which" = pipewire-1.6 ]; then
+    # The system build's test bundle, run inside sid's root: its libpipewire, daemon, tools and
+    # WirePlumber, with the checkout and the toolchain (the bundle's Swift runtime) bound in.
+    swift build --scratch-path .build "${build_flags[@]}" --build-tests
+    toolchain=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")
+    bundle=$(swift build --scratch-path .build "${build_flags[@]}" --show-bin-path)/swift-convolverPackageTests.xctest
+    tests=$("$bundle" --list-tests | grep '^ConvolverNodeTests\.' | cut -d/ -f1 | sort -u | paste -sd,)
+    in_sid=(scripts/debian-root.sh sid-pipewire run --bind "$PWD" --bind "$toolchain" --)
+    versions=$("${in_sid[@]}" sh -c 'echo "$(pkg-config --modversion libpipewire-0.3) $(wireplumber --version | sed -n "s/.*libwireplumber //p")"')
+    echo "run-tests: on PipeWire ${versions% *} and WirePlumber ${versions#* } (Debian sid) the live tests (ConvolverNodeTests)"
+    record "PipeWire-${versions% *}" "${in_sid[@]}" env SWIFT_CONVOLVER_TEST_RUN="$SWIFT_CONVOLVER_TEST_RUN" \
+        sh -c 'cd "$1" && exec "$2" "$3"' - "$PWD" "$bundle" "$tests"
 fi
 
 passed=0 failed=0 skipped=0 status=0 each=()

@@ -252,7 +252,7 @@ struct RealtimeCheckReport {
         for thread in dataThreads + helperThreads {
             XCTAssertEqual(thread.allocations, 0, "\(thread.name) (\(thread.tid)) allocated:\n\(sites(of: thread))", file: file, line: line)
             XCTAssertEqual(
-                thread.mutexLocks, 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(sites(of: thread))",
+                thread.mutexLocks - loopLocks(of: thread), 0, "\(thread.name) (\(thread.tid)) locked a mutex:\n\(sites(of: thread))",
                 file: file, line: line)
             XCTAssertGreaterThan(thread.clockCallsWithFlush, 0, "\(thread.name): FTZ/DAZ never set", file: file, line: line)
             XCTAssertEqual(thread.flushLost, 0, "\(thread.name): FTZ/DAZ cleared again", file: file, line: line)
@@ -260,6 +260,14 @@ struct RealtimeCheckReport {
                 thread.clockCalls - thread.clockCallsWithFlush, 2, "\(thread.name): FTZ/DAZ not set",
                 file: file, line: line)
         }
+    }
+
+    /// Locks PipeWire's own data loop takes between cycles: from 1.6 its loop_iterate relocks the
+    /// loop's mutex after every poll (spa/plugins/support/loop.c), from libspa-support, never from a
+    /// callback of the node. Reported in the summary, not held against the node.
+    func loopLocks(of thread: Thread) -> Int {
+        sites.filter { $0.tid == thread.tid && $0.kind == "mutex" && $0.location.contains("/spa-0.2/support/libspa-support.so+") }
+            .reduce(0) { $0 + $1.count }
     }
 
     func sites(of thread: Thread) -> String {
