@@ -390,14 +390,14 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var lateSplits: Int { split?.lateSplits ?? 0 }
 
     public var description: String {
-        var lines = [
-            "helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), "
-                + "late levels \(lateLevels), \(helpers)"
-                + (inlineLevelCount > 0 ? ", \(inlineLevelCount) level(s) inline" : "")
-                + (splitEstimateNanos.isNaN ? "" : ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call")
-                + (jobEstimatesNanos.contains { !$0.isNaN }
-                    ? ", job estimates " + jobEstimatesNanos.map { $0.isNaN ? "?" : "\(Int($0 / 1000))" }.joined(separator: "/") + " µs" : "")
-        ]
+        var first = "helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), late levels \(lateLevels), \(helpers)"
+        if inlineLevelCount > 0 { first += ", \(inlineLevelCount) level(s) inline" }
+        if !splitEstimateNanos.isNaN { first += ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call" }
+        if jobEstimatesNanos.contains(where: { !$0.isNaN }) {
+            let estimates: [String] = jobEstimatesNanos.map { $0.isNaN ? "?" : "\(Int($0 / 1000))" }
+            first += ", job estimates " + estimates.joined(separator: "/") + " µs"
+        }
+        var lines = [first]
         if let split {
             lines.append(
                 "  split: \(split.partCount) parts (\(split.partCount - 1) helper(s), \(split.realtime ? "SCHED_FIFO" : "normal priority")), "

@@ -67,8 +67,11 @@ final class FilterChainComparisonTests: XCTestCase {
     func testOurHeSuViTranslationSoundsLikeFilterChains() throws {
         // 14 distinct HRIR channels (HeSuVi's order), each with its own tap and decaying noise.
         var random = TestSignals.Random(state: 0x5EED_04E5)
-        let hrir = (0..<14).map { channel in
-            (0..<Self.hrirFrames).map { n in (n == 2 * channel ? 0.5 : 0) + 0.2 * expf(-Float(n) / 96) * random.next() }
+        let hrir: [[Float]] = (0..<14).map { channel in
+            (0..<Self.hrirFrames).map { n -> Float in
+                let tap: Float = n == 2 * channel ? 0.5 : 0
+                return tap + 0.2 * expf(-Float(n) / 96) * random.next()
+            }
         }
         try TestSignals.write(hrir, to: path("hrir.wav"))
         // WirePlumber 0.5 gives filter-chain's streams their ports (headless, 1.4.2's come up with one each without it).

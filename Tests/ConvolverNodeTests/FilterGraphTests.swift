@@ -33,7 +33,10 @@ final class FilterGraphTests: XCTestCase {
         var random = TestSignals.Random(state: 0x5EED_0042)
         func decaying(channels: Int, frames: Int) -> [[Float]] {
             (0..<channels).map { channel in
-                (0..<frames).map { n in (n == 2 * channel ? 0.5 : 0) + 0.2 * expf(-Float(n) / 96) * random.next() }
+                (0..<frames).map { n -> Float in
+                    let tap: Float = n == 2 * channel ? 0.5 : 0
+                    return tap + 0.2 * expf(-Float(n) / 96) * random.next()
+                }
             }
         }
         try TestSignals.write(decaying(channels: 14, frames: 512), to: path("hesuvi.wav"))

@@ -79,7 +79,8 @@ final class SOFATests: XCTestCase {
             }
             let interpolated = reference.interpolated[index]
             XCTAssertEqual(ours.left.count, interpolated.left.count)
-            let worst = zip(ours.left + ours.right, interpolated.left + interpolated.right).map { abs($0 - $1) }.max() ?? 1
+            let ourTaps = ours.left + ours.right, theirTaps = interpolated.left + interpolated.right
+            let worst = zip(ourTaps, theirTaps).map { abs($0 - $1) }.max() ?? 1
             XCTAssertLessThanOrEqual(worst, 1e-6, "\(direction): libmysofa's mysofa_getfilter_float")
         }
     }

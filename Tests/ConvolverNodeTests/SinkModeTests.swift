@@ -624,8 +624,9 @@ private enum SinkSignals {
     static func impulse(frames: Int, seed: UInt64 = 3) -> [[Float]] {
         var random = Random(state: 0xC0FFEE ^ seed)
         return (0..<2).map { channel in
-            (0..<frames).map { index in
-                (index == channel * 11 ? 0.5 : 0) + 0.25 * expf(-Float(index) / Float(frames / 5)) * random.next()
+            (0..<frames).map { index -> Float in
+                let tap: Float = index == channel * 11 ? 0.5 : 0
+                return tap + 0.25 * expf(-Float(index) / Float(frames / 5)) * random.next()
             }
         }
     }

@@ -62,7 +62,12 @@ public enum AudioFile {
                     interleaved[frame * channelCount + channel] = channels[channel][written + frame]
                 }
             }
-            try interleaved.withUnsafeBufferPointer { buffer throws(AudioFileError) in try writer.write(interleaved: buffer, frames: count) }
+            // Swift 6.0's withUnsafeBufferPointer rethrows `any Error`: the typed error comes out as a value.
+            let failure = interleaved.withUnsafeBufferPointer { buffer -> AudioFileError? in
+                do throws(AudioFileError) { try writer.write(interleaved: buffer, frames: count) } catch { return error }
+                return nil
+            }
+            if let failure { throw failure }
             written += count
         }
         try writer.close()
