@@ -5,7 +5,7 @@
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~40 min),
-#                    then bench-graph; `make bench-live PIPEWIRE=1.4` on PipeWire 1.4.2 against filter-chain 1.4.2
+#                    then bench-graph; `make bench-live PIPEWIRE=1.4` (or 1.6) against that filter-chain
 #   make bench-graph filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module (~15 min)
 #   make bench-render  `pw-convolver render` beside zita's fconvolver on the same files (~5 min)
 #   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
@@ -89,7 +89,7 @@ demo: build
 bench: build
 	$(BUILD_DIR)/pw-convolver bench
 
-# The PipeWire the live benchmarks run on: the system's, or 1.4.2 (PIPEWIRE=1.4).
+# The PipeWire the live benchmarks run on: the system's, 1.4.2 (PIPEWIRE=1.4), or 1.6 in a sid root (PIPEWIRE=1.6).
 PIPEWIRE ?= system
 # The node the live benchmarks load: the test build of the chosen PipeWire (1.4.2's shares `make test`'s flags and cache).
 bench-build: deps
@@ -103,8 +103,8 @@ endif
 # perf (Debian's linux-perf) tells each system's CPU in its convolution code from the rest; only this benchmark needs it.
 bench-live: build bench-build
 	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
-	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter system,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
-	$(MAKE) --no-print-directory bench-graph PIPEWIRE=$(PIPEWIRE)
+	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter-out 1.4,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
+	$(if $(filter 1.6,$(PIPEWIRE)),@echo "bench-live: bench-graph does not run on PipeWire 1.6 yet",$(MAKE) --no-print-directory bench-graph PIPEWIRE=$(PIPEWIRE))
 
 # The graph cases alone: filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module.
 bench-graph: bench-build

@@ -38,12 +38,17 @@ filter-chain streams' ports (headless, 1.4.2's streams get one port each without
 autoconnected. The recorder is the tests' own (Tests/SyncRecorder), which runs in the cycle on
 both versions (1.x's pw-record runs a cycle late).
 
+--pipewire 1.6 runs this script again inside Debian sid's root (scripts/debian-root.sh sid-pipewire:
+PipeWire 1.6, WirePlumber 0.5, filter-chain 1.6 with its AVX2+FMA kernels), with the checkout and
+the toolchain bound in, on the system build's node (`make test`'s); perf is not in that root.
+
 Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed by `make deps`).
   /usr/bin/python3 scripts/bench-live.py                      # all cases: IR 1,3,10 s x quantum 64,256,1024
   /usr/bin/python3 scripts/bench-live.py --seconds 5 --ir 1 --quantum 256   # a smoke run
   /usr/bin/python3 scripts/bench-live.py --ir 3 --quantum 256 --rounds 3      # ratios and their median
   /usr/bin/python3 scripts/bench-live.py --ir 0.001,3 --quantum 256 --rounds 3  # and the CPU above each floor
   /usr/bin/python3 scripts/bench-live.py --pipewire 1.4 --ir 0.001,3,10 --quantum 256,1024 --rounds 3
+  /usr/bin/python3 scripts/bench-live.py --pipewire 1.6 --ir 0.001,3,10 --quantum 256,1024 --rounds 3
 """
 import argparse
 import json
@@ -79,8 +84,9 @@ SYNC_RECORDER = os.path.join(ROOT, "Tests/SyncRecorder/sync_record.c")
 
 
 def pipewire_environment(version):
-    """The environment for one PipeWire: this system's, or 1.4.2's prefix (scripts/pipewire-1.4.sh env)."""
-    if version == "system":
+    """The environment for one PipeWire: this system's (or the sid root's, for 1.6), or 1.4.2's prefix
+    (scripts/pipewire-1.4.sh env)."""
+    if version in ("system", "1.6"):
         return dict(os.environ)
     dump = subprocess.run(["bash", "-c", f'eval "$({ROOT}/scripts/pipewire-1.4.sh env)" && env -0'], check=True,
                           capture_output=True, text=True).stdout
@@ -443,8 +449,9 @@ def main():
     parser.add_argument("--ir", default="1,3,10", help="IR lengths in seconds (default 1,3,10)")
     parser.add_argument("--quantum", default="64,256,1024", help="quanta (default 64,256,1024)")
     parser.add_argument("--systems", default="filter-chain,swift-convolver")
-    parser.add_argument("--pipewire", choices=["system", "1.4"], default="system",
-                        help="the PipeWire to run on: this system's, or 1.4.2 from scripts/pipewire-1.4.sh")
+    parser.add_argument("--pipewire", choices=["system", "1.4", "1.6"], default="system",
+                        help="the PipeWire to run on: this system's, 1.4.2 from scripts/pipewire-1.4.sh, "
+                        "or 1.6 in the sid root of scripts/debian-root.sh")
     parser.add_argument("--executable", help="pw-convolver (default: the release build for that PipeWire)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="runs of each case, the systems' order alternating (default 1)")
@@ -453,8 +460,14 @@ def main():
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
+    if args.pipewire == "1.6" and os.environ.get("SWIFT_CONVOLVER_ROOT") != "sid-pipewire":
+        toolchain = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(shutil.which("swift")))))
+        os.execv(f"{ROOT}/scripts/debian-root.sh", [
+            "debian-root.sh", "sid-pipewire", "run", "--bind", ROOT, "--bind", toolchain, "--",
+            "sh", "-c", 'cd "$0" && exec env SWIFT_CONVOLVER_ROOT=sid-pipewire /usr/bin/python3 "$@"',
+            os.getcwd(), os.path.realpath(__file__), *sys.argv[1:]])
     if args.executable is None:
-        build = ".build/release" if args.pipewire == "system" else ".build/pipewire-1.4/build/release"
+        build = ".build/pipewire-1.4/build/release" if args.pipewire == "1.4" else ".build/release"
         args.executable = f"{ROOT}/{build}/pw-convolver"
     base_env = pipewire_environment(args.pipewire)
     version = subprocess.run(["pkg-config", "--modversion", "libpipewire-0.3"], env=base_env, capture_output=True,

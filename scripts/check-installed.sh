@@ -3,6 +3,7 @@
 # `apt install ./swift-convolver_*.deb`): `pw-convolver --help` and `man pw-convolver` work, and the
 # module, loaded by name from PipeWire's own module directory in a private daemon, plays a file
 # exactly: its output, call by call, is numpy's convolution of its own input with the IR.
+# CHECK_INSTALLED_EXTRA_ARGS adds module keys (`test.fault = delay-one-sample` must make it fail).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/swift-convolver-check.XXXXXX)
@@ -13,6 +14,10 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "check-installed: $*" >&2; exit 1; }
+wait_for_port() {
+    for _ in $(seq 100); do pw-link -o -i 2>/dev/null | grep -qx "$1" && return 0; sleep 0.1; done
+    cat "$work/client.log" >&2; fail "port $1 did not appear"
+}
 
 pw-convolver --help | grep -q '^Usage: pw-convolver' || fail "pw-convolver --help printed no usage"
 MANWIDTH=100 man pw-convolver 2>&1 | grep -q 'COMMANDS' || fail "man pw-convolver has no COMMANDS section"
@@ -45,22 +50,27 @@ context.modules = [
     { name = libpipewire-module-client-node }
     { name = libpipewire-module-adapter }
     { name = libpipewire-module-swift-convolver
-      args = { node.name = check audio.position = [ FL FR ] filename = "$work/ir.wav" test.record-calls = "$work/calls.f32" } }
+      args = { node.name = check audio.position = [ FL FR ] filename = "$work/ir.wav" test.record-calls = "$work/calls.f32" ${CHECK_INSTALLED_EXTRA_ARGS:-} } }
 ]
 EOF
 pipewire -c "$work/client.conf" >"$work/client.log" 2>&1 &
 client_pid=$!
-for _ in $(seq 100); do pw-link -i 2>/dev/null | grep -qx 'check:input_FR' && break; sleep 0.1; done
-pw-link -i | grep -qx 'check:input_FR' || { cat "$work/client.log" >&2; fail "the module's node did not appear"; }
+wait_for_port check:input_FR
 ports='adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }'
+# The node's outputs go to a recorder: unlinked ports get no buffers, and the node then writes nothing.
+pw-record -P "{ node.name = check-rec node.autoconnect = false $ports }" --channels 2 "$work/output.wav" &
+recorder=$!
 pw-play -P "{ node.name = check-play node.want-driver = false node.autoconnect = false $ports }" "$work/input.wav" &
 player=$!
-for _ in $(seq 100); do pw-link -o 2>/dev/null | grep -qx 'check-play:output_FR' && break; sleep 0.1; done
+wait_for_port check-play:output_FR
+wait_for_port check-rec:input_FR
+pw-link check:output_FL check-rec:input_FL
+pw-link check:output_FR check-rec:input_FR
 pw-link check-play:output_FL check:input_FL
 pw-link check-play:output_FR check:input_FR
 wait "$player"
 sleep 0.5
-kill -INT "$client_pid"; wait "$client_pid" || true; client_pid=
+kill -INT "$client_pid" "$recorder"; wait "$client_pid" || true; wait "$recorder" || true; client_pid=
 [ -s "$work/calls.f32" ] || { cat "$work/client.log" >&2; fail "the node wrote no record of its calls"; }
 
 python3 - "$work" <<'EOF'
@@ -73,16 +83,20 @@ def read(path):
 ir, played = read(f"{work}/ir.wav"), read(f"{work}/input.wav")
 calls = np.fromfile(f"{work}/calls.f32", dtype=np.float32).reshape(-1, 4).astype(np.float64)
 heard, output = calls[:, :2], calls[:, 2:]
-received = np.count_nonzero((heard != 0).any(axis=1))
+if np.isnan(heard).any():
+    sys.exit("check-installed: the node's record of its input has NaN")
+judged = ~np.isnan(output).any(axis=1)  # frames the node had output buffers for
+received = np.count_nonzero((heard[judged] != 0).any(axis=1))
 loud = np.count_nonzero((played != 0).any(axis=1))
 worst, error_db = 0.0, -np.inf
 for channel in range(2):
-    expected = np.convolve(heard[:, channel], ir[:, channel])[: len(heard)]
-    difference = output[:, channel] - expected
+    expected = np.convolve(heard[:, channel], ir[:, channel])[: len(heard)][judged]
+    difference = output[judged, channel] - expected
     worst = max(worst, float(np.abs(difference).max()))
     error_db = max(error_db, 10 * np.log10(max(np.sum(difference**2), 1e-30) / np.sum(expected**2)))
-print(f"check-installed: {len(heard)} frames, {received} of {loud} played frames received; worst {worst:.2e}, {error_db:.1f} dB")
-if received < 0.9 * loud or worst > 1e-4 or error_db > -90:
+print(f"check-installed: {len(heard)} frames, {received} of {loud} played frames received and judged; "
+      f"worst {worst:.2e}, {error_db:.1f} dB")
+if not received >= 0.9 * loud or not worst <= 1e-4 or not error_db <= -90:
     sys.exit("check-installed: the installed module did not play the file exactly")
 EOF
 echo "check-installed: pw-convolver --help, man pw-convolver and the module loaded by name: all good"

@@ -19,8 +19,9 @@ live_packages=(pipewire pipewire-bin wireplumber libpipewire-0.3-modules libspa-
                libfftw3-single3 libsndfile1 libsoxr0 libmysofa1 python3-numpy python3-scipy sox
                make gcc libc6-dev pkg-config libpipewire-0.3-dev dpkg-dev binutils man-db
                libxml2)  # libxml2: libxml2.so.2, which the toolchain's XCTest needs (FoundationXML)
-# What the Makefile's `deps` installs on Debian 12, with the suite's own Swift.
-read -ra build_packages <<<"swiftlang make ca-certificates $(make -s --no-print-directory debian-packages)"
+# What the Makefile's `deps` installs on Debian 12, with the suite's own Swift and g++: swiftlang
+# alone cannot link (no libc6-dev, no libstdc++ to link against: measured on trixie).
+read -ra build_packages <<<"swiftlang g++ make ca-certificates $(make -s --no-print-directory debian-packages)"
 
 name=${1:?usage: $0 NAME path|run [--bind DIR]... -- COMMAND...}
 case "$name" in
@@ -96,6 +97,8 @@ inside() {
     done
     mkdir "$root/dev/shm" "$root/dev/pts"
     mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
+    mount -t devpts -o newinstance,ptmxmode=0666 devpts "$root/dev/pts"
+    ln -s pts/ptmx "$root/dev/ptmx"
     ln -s /proc/self/fd "$root/dev/fd"
     ln -s /proc/self/fd/0 "$root/dev/stdin"
     ln -s /proc/self/fd/1 "$root/dev/stdout"

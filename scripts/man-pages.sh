@@ -45,13 +45,13 @@ readme_section() { awk -v title="## $1" '$0 == title {on = 1; next} /^## / {on =
     printf 'workgroup of real-time helper threads. A filter node (ports \\fBinput_<POS>\\fR/\\fBoutput_<POS>\\fR)\n'
     printf 'or a virtual sink. Loaded from PipeWire config as below, or run as a client: \\fBpw-convolver\\fR(1).\n'
     printf '.SH SYNOPSIS\n'
-    for section in "Module: \`libpipewire-module-swift-convolver\`" "Sink mode" "Switching from filter-chain" "Live control" "Watching it" "PipeWire 0.3.65 and 1.x"; do
+    for section in "Module: \`libpipewire-module-swift-convolver\`" "Sink mode" "Switching from filter-chain" "Live control" "Watching it" "PipeWire 0.3.65, 1.4 and 1.6"; do
         [ -n "$(awk -v title="## $section" '$0 == title' README.md)" ] || { echo "man-pages: README has no section '## $section'" >&2; exit 1; }
         [ "$section" = "Sink mode" ] && printf '.SH "SINK MODE"\n'
         [ "$section" = "Switching from filter-chain" ] && printf '.SH "FILTER-CHAIN CONFIGS"\n'
         [ "$section" = "Live control" ] && printf '.SH "LIVE CONTROL"\n'
         [ "$section" = "Watching it" ] && printf '.SH "MONITORING"\n'
-        [ "$section" = "PipeWire 0.3.65 and 1.x" ] && printf '.SH "PIPEWIRE VERSIONS"\n'
+        [ "$section" = "PipeWire 0.3.65, 1.4 and 1.6" ] && printf '.SH "PIPEWIRE VERSIONS"\n'
         readme_section "$section" | sed "s/^Options (keys mean/.SH OPTIONS\n&/"
     done
     printf '.SH FILES\n.TP\n\\fI/usr/share/swift-convolver/*.conf\\fR\nready-made configs: a drop-in example, hall and room-correction sinks, true stereo, cabinets, 7.1 virtual surround.\n'
