@@ -16,7 +16,7 @@ readme_section() { awk -v title="## $1" '$0 == title {on = 1; next} /^## / {on =
 
 {
     printf '.TH PW-CONVOLVER 1 "%s" "swift-convolver %s" "User Commands"\n' "$date" "$version"
-    printf '.SH NAME\npw-convolver \\- zero-latency convolution for PipeWire: run, render, bench, top, inspect\n'
+    printf '.SH NAME\npw-convolver \\- zero-latency convolution for PipeWire: run, render, bench, top, inspect, set, status\n'
     printf '.SH SYNOPSIS\n'
     "$binary" --help | sed -n '/^Usage:/,/^$/p' | verbatim
     printf '.SH DESCRIPTION\n'
@@ -26,7 +26,7 @@ readme_section() { awk -v title="## $1" '$0 == title {on = 1; next} /^## / {on =
     printf 'module, \\fBlibpipewire-module-swift-convolver\\fR(7), loaded from PipeWire config.\n'
     printf '.SH COMMANDS\n'
     "$binary" --help | sed -n '/^Commands:/,/^$/p' | sed 1d | verbatim
-    for command in run render bench top inspect; do
+    for command in run render bench top inspect set status; do
         printf '.SS "%s"\n' "$command"
         "$binary" "$command" --help | verbatim
     done

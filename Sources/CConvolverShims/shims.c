@@ -41,6 +41,16 @@ int cpw_core_add_listener(struct pw_core *core, struct spa_hook *listener,
 	return pw_core_add_listener(core, listener, events, data);
 }
 
+int cpw_node_set_param(struct pw_node *node, uint32_t id, const struct spa_pod *param)
+{
+	return pw_node_set_param(node, id, 0, param);
+}
+
+int cpw_node_enum_params(struct pw_node *node, int seq, uint32_t id)
+{
+	return pw_node_enum_params(node, seq, id, 0, UINT32_MAX, NULL);
+}
+
 void cpw_log(enum spa_log_level level, const char *message)
 {
 	pw_log(level, "%s", message);

@@ -38,6 +38,7 @@ public final class ConvolverNode {
     private var requestedImpulseConfiguration: NodeConfiguration?
     private var unplannableQuantum = 0
     private var lastPublished: [String: String] = [:]
+    private var controlAnswers = ControlAnswers()
     /// The process latency last reported to the graph (nil: not yet).
     private var publishedLatencyFrames: Int?
     /// Scratch memory for building param pods (main loop only).
@@ -182,14 +183,14 @@ public final class ConvolverNode {
         for completion in builder?.takeCompletions() ?? [] {
             let request = completion.request
             if request.purpose == .quantum { quantumBuildPending = false }
-            if request.purpose == .impulseResponse && request.configuration == requestedImpulseConfiguration {
-                requestedImpulseConfiguration = nil
-            }
+            let answersControl = request.purpose == .impulseResponse && request.configuration == requestedImpulseConfiguration
+            if answersControl { requestedImpulseConfiguration = nil }
             switch completion.result {
             case let .success(slot):
                 // A rate-change build is outdated when the rate changed again meanwhile.
                 if request.sampleRate != requestedRate {
                     slot.stop()
+                    if answersControl { answerControl(buildFailure: "the graph's rate changed while it was built: send it again") }
                     continue
                 }
                 if request.purpose == .quantum
@@ -208,6 +209,7 @@ public final class ConvolverNode {
                     configuration.impulses = request.configuration.impulses
                     configuration.sofa = request.configuration.sofa
                     publishProps()
+                    if answersControl { answerControl(buildFailure: nil) }
                 }
                 install(slot, configuration: request.configuration, inSilence: request.purpose == .quantum)
             case let .failure(error):
@@ -216,6 +218,7 @@ public final class ConvolverNode {
                     PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(request.sampleRate) Hz: \(error)")
                 case .impulseResponse:
                     PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
+                    if answersControl { answerControl(buildFailure: "\(error)") }
                 case .quantum:
                     unplannableQuantum = request.expectedBlockSize
                     PipeWireLog.warning("\(configuration.nodeName): keeping the plan for quantum \(newestSlot?.plannedBlockSize ?? 0): \(error)")
@@ -268,9 +271,8 @@ public final class ConvolverNode {
 
     private func propsChanged(_ pod: UnsafePointer<spa_pod>) {
         let change = PropsParam.parse(pod)
-        if !change.rejected.isEmpty {
-            PipeWireLog.warning("\(configuration.nodeName): Props ignored (unknown key or bad value): \(change.rejected.joined(separator: ", "))")
-        }
+        let request = controlAnswers.received()
+        var refusals = change.rejected
         if let gain = change.gain { controls.gain = gain }
         if let mix = change.mix { controls.mix = mix }
         if let bypass = change.bypass { controls.bypass = bypass }
@@ -278,7 +280,7 @@ public final class ConvolverNode {
             if configuration.outputCount == 2 {
                 controls.width = width
             } else {
-                PipeWireLog.warning("\(configuration.nodeName): Props width ignored: the node has \(configuration.outputCount) outputs, not two")
+                refusals.append("width (the node has \(configuration.outputCount) outputs, not two)")
             }
         }
         if let crossfade = change.crossfade {
@@ -307,7 +309,7 @@ public final class ConvolverNode {
                 for (coordinate, value) in change.sofa { next.sofa.set(coordinate, value) }
                 rebuild = true
             } else {
-                PipeWireLog.warning("\(configuration.nodeName): Props sofa.* ignored: the IR is not an HRTF set (.sofa)")
+                refusals.append("\(change.sofa.map { "sofa.\($0.coordinate)" }.joined(separator: ", ")) (the IR is not an HRTF set, .sofa)")
             }
         }
         if rebuild {
@@ -315,6 +317,29 @@ public final class ConvolverNode {
             requestEngine(next, sampleRate: requestedRate, purpose: .impulseResponse)
         }
         publishProps()
+        if !refusals.isEmpty {
+            PipeWireLog.warning("\(configuration.nodeName): Props request \(request) refused: \(refusals.joined(separator: "; "))")
+        }
+        if rebuild {
+            controlAnswers.awaitBuild(request, refusals: refusals)
+        } else {
+            controlAnswers.answer(request, refusals: refusals)
+        }
+        publishControlAnswers()
+    }
+
+    /// The newest requested IR build ended: the request that started it is answered.
+    private func answerControl(buildFailure: String?) {
+        if controlAnswers.buildEnded(failure: buildFailure) { publishControlAnswers() }
+    }
+
+    /// At once, not with the next statistics: `pw-convolver set` waits for it.
+    private func publishControlAnswers() {
+        guard let transport else { return }
+        for (key, value) in controlAnswers.properties { lastPublished[key] = value }
+        let properties = makeProperties(controlAnswers.properties)
+        transport.updateProperties(&properties.pointee.dict)
+        pw_properties_free(properties)
     }
 
     // MARK: - Statistics
@@ -348,6 +373,7 @@ public final class ConvolverNode {
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
             "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
+        for (key, value) in controlAnswers.properties { values[key] = value }
         if let busy {
             values["convolver.busy-p99-us"] = String(cFormat: "%.1f", Double(busy.p99) / 1000)
             values["convolver.busy-max-us"] = String(cFormat: "%.1f", Double(busy.max) / 1000)

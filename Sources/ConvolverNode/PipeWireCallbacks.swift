@@ -166,6 +166,40 @@ enum PipeWireCallbacks {
         return table(events)
     }()
 
+    // MARK: - pw-convolver set and status: NodeControlClient
+
+    static let controlRegistryEvents: UnsafeMutablePointer<pw_registry_events> = {
+        var events = pw_registry_events()
+        events.version = UInt32(PW_VERSION_REGISTRY_EVENTS)
+        events.global = { data, id, _, type, _, _ in
+            guard let type else { return }
+            object(data, NodeControlClient.self)?.registryGlobal(id: id, type: String(cString: type))
+        }
+        events.global_remove = { data, id in object(data, NodeControlClient.self)?.registryGlobalRemoved(id: id) }
+        return table(events)
+    }()
+
+    static let controlRegistryProxyEvents: UnsafeMutablePointer<pw_proxy_events> = {
+        var events = pw_proxy_events()
+        events.version = UInt32(PW_VERSION_PROXY_EVENTS)
+        events.done = { data, sequence in object(data, NodeControlClient.self)?.synced(sequence: sequence) }
+        return table(events)
+    }()
+
+    static let controlNodeEvents: UnsafeMutablePointer<pw_node_events> = {
+        var events = pw_node_events()
+        events.version = UInt32(PW_VERSION_NODE_EVENTS)
+        events.info = { data, info in
+            guard let info else { return }
+            object(data, BoundNode.self)?.info(info)
+        }
+        events.param = { data, _, id, _, _, pod in
+            guard let pod else { return }
+            object(data, BoundNode.self)?.param(id: id, pod)
+        }
+        return table(events)
+    }()
+
     // MARK: - Helper threads made by PipeWire's thread utils
 
     /// `argument` is a ThreadBody retained by its creator for this call.

@@ -92,16 +92,52 @@ struct PropsChange {
     var sofa: [(coordinate: String, value: Double)] = []
     /// Crossfade time for the next swaps, seconds.
     var crossfade: Double?
-    /// Keys that were present but wrong or unknown, for one warning.
+    /// What was refused, one message per key ("mix = 3.0 (expects 0...1)"), for the node's answer.
     var rejected: [String] = []
+
+    mutating func reject(_ key: String, _ value: UnsafeMutablePointer<spa_pod>, expecting: String) {
+        rejected.append("\(key) = \(PropsParam.text(value)) (expects \(expecting))")
+    }
+}
+
+/// One value in a Props `params` struct.
+public enum ControlValue: Equatable {
+    case number(Double)
+    case flag(Bool)
+    case text(String)
+
+    /// Typed as pw-cli types the JSON it is given: a number, true/false, else text.
+    public init(parsing text: String) {
+        if let number = Double(text), number.isFinite {
+            self = .number(number)
+        } else if text == "true" || text == "false" {
+            self = .flag(text == "true")
+        } else {
+            self = .text(text)
+        }
+    }
 }
 
 enum PropsParam {
-    /// Builds the Props object into `buffer`; returns the pod inside it.
+    /// The node's controls as its Props object, built into `buffer`; returns the pod inside it.
     static func build(
         _ controls: LiveControls, filename: String?, sofa: SourceDirection?, crossfadeSeconds: Double,
         into buffer: UnsafeMutableRawBufferPointer
     ) -> UnsafeMutablePointer<spa_pod>? {
+        var params: [(String, ControlValue)] = [
+            ("gain", .number(controls.gain)), ("mix", .number(controls.mix)), ("bypass", .flag(controls.bypass)),
+            ("width", .number(controls.width)), ("crossfade", .number(crossfadeSeconds)),
+        ]
+        if let filename { params.append(("filename", .text(filename))) }
+        if let sofa {
+            params += [("sofa.azimuth", .number(sofa.azimuth)), ("sofa.elevation", .number(sofa.elevation))]
+            if let radius = sofa.radius { params.append(("sofa.radius", .number(radius))) }
+        }
+        return build(params, into: buffer)
+    }
+
+    /// A Props object `{ params = [ key value ... ] }` built into `buffer`; returns the pod inside it.
+    static func build(_ params: [(String, ControlValue)], into buffer: UnsafeMutableRawBufferPointer) -> UnsafeMutablePointer<spa_pod>? {
         var builder = spa_pod_builder()
         spa_pod_builder_init(&builder, buffer.baseAddress, UInt32(buffer.count))
         var objectFrame = spa_pod_frame()
@@ -109,53 +145,25 @@ enum PropsParam {
         spa_pod_builder_push_object(&builder, &objectFrame, UInt32(SPA_TYPE_OBJECT_Props), SPA_PARAM_Props.rawValue)
         spa_pod_builder_prop(&builder, SPA_PROP_params.rawValue, 0)
         spa_pod_builder_push_struct(&builder, &structFrame)
-        spa_pod_builder_string(&builder, "gain")
-        spa_pod_builder_float(&builder, Float(controls.gain))
-        spa_pod_builder_string(&builder, "mix")
-        spa_pod_builder_float(&builder, Float(controls.mix))
-        spa_pod_builder_string(&builder, "bypass")
-        spa_pod_builder_bool(&builder, controls.bypass)
-        spa_pod_builder_string(&builder, "width")
-        spa_pod_builder_float(&builder, Float(controls.width))
-        spa_pod_builder_string(&builder, "crossfade")
-        spa_pod_builder_float(&builder, Float(crossfadeSeconds))
-        if let filename {
-            spa_pod_builder_string(&builder, "filename")
-            spa_pod_builder_string(&builder, filename)
-        }
-        if let sofa {
-            for (key, value) in [("sofa.azimuth", sofa.azimuth), ("sofa.elevation", sofa.elevation)] {
-                spa_pod_builder_string(&builder, key)
-                spa_pod_builder_float(&builder, Float(value))
-            }
-            if let radius = sofa.radius {
-                spa_pod_builder_string(&builder, "sofa.radius")
-                spa_pod_builder_float(&builder, Float(radius))
+        for (key, value) in params {
+            spa_pod_builder_string(&builder, key)
+            switch value {
+            case let .number(number): spa_pod_builder_float(&builder, Float(number))  // as filter-chain's controls
+            case let .flag(flag): spa_pod_builder_bool(&builder, flag)
+            case let .text(text): spa_pod_builder_string(&builder, text)
             }
         }
         spa_pod_builder_pop(&builder, &structFrame)
+        // NULL when the buffer was too small (a file name longer than it).
         let pod = spa_pod_builder_pop(&builder, &objectFrame)
-        return pod?.assumingMemoryBound(to: spa_pod.self)
+        return builder.state.offset <= builder.size ? pod?.assumingMemoryBound(to: spa_pod.self) : nil
     }
 
     /// Reads the `params` struct of a Props object. Values may come as float, double, int, long,
     /// bool or string (pw-cli picks the pod type from the JSON text).
     static func parse(_ pod: UnsafePointer<spa_pod>) -> PropsChange {
         var change = PropsChange()
-        guard let prop = spa_pod_find_prop(pod, nil, SPA_PROP_params.rawValue) else { return change }
-        // SAFETY: `prop` points into `pod`, valid for this call; the parser reads within its size.
-        let structPod = UnsafeMutableRawPointer(mutating: prop).advanced(by: MemoryLayout<UInt32>.size * 2)
-            .assumingMemoryBound(to: spa_pod.self)
-        guard spa_pod_is_struct(structPod) != 0 else { return change }
-        var parser = spa_pod_parser()
-        var frame = spa_pod_frame()
-        spa_pod_parser_pod(&parser, structPod)
-        guard spa_pod_parser_push_struct(&parser, &frame) == 0 else { return change }
-        while true {
-            var keyPointer: UnsafePointer<CChar>?
-            guard spa_pod_parser_get_string(&parser, &keyPointer) == 0, let keyPointer else { break }
-            let key = String(cString: keyPointer)
-            guard let value = spa_pod_parser_next(&parser) else { break }
+        forEachParam(in: pod) { key, value in
             switch key {
             case "gain":
                 if let number = number(value) ?? string(value).flatMap(NodeConfiguration.linearGain),
@@ -163,38 +171,94 @@ enum PropsParam {
                 {
                     change.gain = number
                 } else {
-                    change.rejected.append(key)
+                    change.reject(key, value, expecting: "0...\(Int(NodeConfiguration.gainLimit)) linear, or decibels like \"-6dB\"")
                 }
             case "mix":
-                if let number = number(value), (0...1).contains(number) { change.mix = number } else { change.rejected.append(key) }
+                if let number = number(value), (0...1).contains(number) { change.mix = number } else { change.reject(key, value, expecting: "0...1") }
             case "bypass":
-                if let flag = boolean(value) { change.bypass = flag } else { change.rejected.append(key) }
+                if let flag = boolean(value) { change.bypass = flag } else { change.reject(key, value, expecting: "true or false") }
             case "width":
-                if let number = number(value), StereoWidth.range.contains(number) { change.width = number } else { change.rejected.append(key) }
+                if let number = number(value), StereoWidth.range.contains(number) {
+                    change.width = number
+                } else {
+                    change.reject(key, value, expecting: "\(StereoWidth.range.lowerBound)...\(StereoWidth.range.upperBound)")
+                }
             case "crossfade":
                 if let number = number(value), (0...NodeConfiguration.crossfadeLimit).contains(number) {
                     change.crossfade = number
                 } else {
-                    change.rejected.append(key)
+                    change.reject(key, value, expecting: "0...\(NodeConfiguration.crossfadeLimit) seconds")
                 }
             case "filename":
                 if let text = string(value), !text.isEmpty {
                     change.filename = NodeConfiguration.expandingHome(text)
                 } else {
-                    change.rejected.append(key)
+                    change.reject(key, value, expecting: "a file name")
                 }
             case _ where key.hasPrefix("sofa."):
                 let coordinate = String(key.dropFirst(5))
                 if let range = SourceDirection.ranges[coordinate], let number = number(value), range.contains(number) {
                     change.sofa.append((coordinate, number))
+                } else if let range = SourceDirection.ranges[coordinate] {
+                    change.reject(key, value, expecting: "\(range.lowerBound)...\(range.upperBound)")
                 } else {
-                    change.rejected.append(key)
+                    change.rejected.append("unknown key '\(key)' (the HRTF keys: sofa.azimuth, sofa.elevation, sofa.radius)")
                 }
             default:
-                change.rejected.append(key)
+                change.rejected.append("unknown key '\(key)' (the live keys: \(liveKeys.joined(separator: ", ")))")
             }
         }
         return change
+    }
+
+    /// The `params` struct as published (for `pw-convolver status`): each value as a number, a
+    /// flag or text.
+    static func values(_ pod: UnsafePointer<spa_pod>) -> [(key: String, value: ControlValue)] {
+        var values: [(key: String, value: ControlValue)] = []
+        forEachParam(in: pod) { key, value in
+            var flag = false
+            if spa_pod_get_bool(value, &flag) == 0 {
+                values.append((key, .flag(flag)))
+            } else if let number = number(value) {
+                values.append((key, .number(number)))
+            } else if let text = string(value) {
+                values.append((key, .text(text)))
+            }
+        }
+        return values
+    }
+
+    /// Calls `body` with each key and value of a Props object's `params` struct.
+    private static func forEachParam(in pod: UnsafePointer<spa_pod>, _ body: (String, UnsafeMutablePointer<spa_pod>) -> Void) {
+        guard let prop = spa_pod_find_prop(pod, nil, SPA_PROP_params.rawValue) else { return }
+        // SAFETY: `prop` points into `pod`, valid for this call; the parser reads within its size.
+        let structPod = UnsafeMutableRawPointer(mutating: prop).advanced(by: MemoryLayout<UInt32>.size * 2)
+            .assumingMemoryBound(to: spa_pod.self)
+        guard spa_pod_is_struct(structPod) != 0 else { return }
+        var parser = spa_pod_parser()
+        var frame = spa_pod_frame()
+        spa_pod_parser_pod(&parser, structPod)
+        guard spa_pod_parser_push_struct(&parser, &frame) == 0 else { return }
+        while true {
+            var keyPointer: UnsafePointer<CChar>?
+            guard spa_pod_parser_get_string(&parser, &keyPointer) == 0, let keyPointer else { break }
+            guard let value = spa_pod_parser_next(&parser) else { break }
+            body(String(cString: keyPointer), value)
+        }
+    }
+
+    /// Every key `parse` takes, in the order `build` writes them.
+    static let liveKeys = ["gain", "mix", "bypass", "width", "crossfade", "filename", "sofa.azimuth", "sofa.elevation", "sofa.radius"]
+
+    /// A value as the user wrote it, for messages: a number, a quoted string or true/false.
+    static func text(_ pod: UnsafeMutablePointer<spa_pod>) -> String {
+        var flag = false, float: Float = 0, double = 0.0
+        if spa_pod_get_bool(pod, &flag) == 0 { return flag ? "true" : "false" }
+        if spa_pod_get_float(pod, &float) == 0 { return "\(float)" }  // NaN too: say what was sent
+        if spa_pod_get_double(pod, &double) == 0 { return "\(double)" }
+        if let number = number(pod) { return "\(Int(number))" }
+        if let string = string(pod) { return "\"\(string)\"" }
+        return "(a value of pod type \(pod.pointee.type))"
     }
 
     private static func number(_ pod: UnsafeMutablePointer<spa_pod>) -> Double? {

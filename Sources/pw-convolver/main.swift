@@ -17,8 +17,16 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// A command that ran and failed: its message, exit status 1.
+struct CommandFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
 /// `run` is the default command: `pw-convolver --ir hall.wav` runs the node.
-let commands: [any Command.Type] = [RunCommand.self, RenderCommand.self, BenchCommand.self, TopCommand.self, InspectCommand.self]
+let commands: [any Command.Type] = [
+    RunCommand.self, RenderCommand.self, BenchCommand.self, TopCommand.self, InspectCommand.self, SetCommand.self, StatusCommand.self,
+]
 
 func printHelp() {
     print(

@@ -225,4 +225,84 @@ final class ControlTests: XCTestCase {
         XCTAssertTrue(client.isRunning)
         try daemon.run(["pw-metadata", "-n", "settings", "0", "clock.force-rate", "0"])
     }
+
+    // MARK: - pw-convolver set and status
+
+    private func pwConvolver(_ arguments: [String], timeout: TimeInterval = 30) throws -> (status: Int32, output: String) {
+        try daemon.run([BuildProducts.directory + "/pw-convolver"] + arguments, timeout: timeout)
+    }
+
+    /// `pw-convolver set` by node name: good values are applied and echoed (exit 0); a refused one
+    /// exits 1 with the node's own message, the others applied; an IR that cannot be read is
+    /// answered once its build failed. The node publishes each answer (pw-dump shows it), and
+    /// `status --json` agrees with pw-dump.
+    func testSetByNameAnswersWithTheNodesOwnMessage() throws {
+        try TestSignals.write(TestSignals.syntheticImpulse(), to: path("ir.wav"))
+        let client = try ModuleClient.start(daemon, name: "conv-set", arguments: "node.name = conv-set filename = \"builtin:dirac\"")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-set", count: 4, timeout: 30)
+        let id = try XCTUnwrap(try daemon.nodeProperties("conv-set")).id
+        func answer() throws -> String? { try daemon.nodeProperties("conv-set")?.properties["convolver.control-answer"] as? String }
+
+        var (status, output) = try pwConvolver(["set", "conv-set", "gain=-6dB", "mix=0.5"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(output.trimmingCharacters(in: .whitespacesAndNewlines), "conv-set: gain=0.501187 mix=0.5")
+        XCTAssertEqual(try readProps(id)["gain"], "0.501187")
+        XCTAssertEqual(try answer(), "1 ok")
+
+        (status, output) = try pwConvolver(["set", "\(id)", "mix=3", "gain=0.25", "loudness=1"])
+        XCTAssertEqual(status, 1, output)
+        XCTAssertTrue(output.contains("node 'conv-set' refused: mix = 3.0 (expects 0...1); unknown key 'loudness'"), output)
+        XCTAssertEqual(try readProps(id)["gain"], "0.250000", "the values not refused are applied")
+        XCTAssertEqual(try readProps(id)["mix"], "0.500000")
+        XCTAssertTrue(try XCTUnwrap(try answer()).hasPrefix("2 refused: mix = 3.0"))
+
+        (status, output) = try pwConvolver(["set", "conv-set", "gain=nan"])
+        XCTAssertEqual(status, 1, output)
+        XCTAssertTrue(output.contains("gain = \"nan\" (expects 0...100 linear, or decibels like \"-6dB\")"), output)
+
+        (status, output) = try pwConvolver(["set", "conv-set", "filename=/nonexistent/other.wav"])
+        XCTAssertEqual(status, 1, output)
+        XCTAssertTrue(output.contains("refused: keeping the current IR:") && output.contains("/nonexistent/other.wav"), output)
+        (status, output) = try pwConvolver(["set", "conv-set", "filename=\(path("ir.wav"))"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(try readProps(id)["filename"], "\"\(path("ir.wav"))\"")
+
+        (status, output) = try pwConvolver(["set", "nosuch", "gain=1"])
+        XCTAssertEqual(status, 1, output)
+        XCTAssertTrue(output.contains("no node 'nosuch' in the graph; swift-convolver nodes: conv-set"), output)
+        (status, output) = try pwConvolver(["set", "Dummy-Driver", "gain=1"])
+        XCTAssertEqual(status, 1, output)
+        XCTAssertTrue(output.contains("node 'Dummy-Driver' is not a swift-convolver node"), output)
+
+        (status, output) = try pwConvolver(["status", "conv-set"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.hasPrefix("conv-set (id \(id)): \(path("ir.wav"))"), output)
+        XCTAssertTrue(output.contains("last set: 5 ok"), output)
+
+        (status, output) = try pwConvolver(["status", "--json"])
+        XCTAssertEqual(status, 0, output)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any], output)
+        let nodes = try XCTUnwrap(json["nodes"] as? [[String: Any]])
+        XCTAssertEqual(nodes.count, 1)
+        let node = nodes[0]
+        XCTAssertEqual(node["id"] as? Int, id)
+        let properties = try XCTUnwrap(node["properties"] as? [String: String])
+        let dumped = try XCTUnwrap(try daemon.nodeProperties("conv-set")).properties
+        for key in ["node.name", "convolver.ir", "convolver.rate", "convolver.control-answer", "convolver.plan"] {
+            XCTAssertEqual(properties[key], dumped[key].map { "\($0)" }, key)
+        }
+        let props = try XCTUnwrap(node["props"] as? [String: Any])
+        let dumpedParams = try XCTUnwrap(try daemon.params(ofNode: "conv-set", "Props").first?["params"] as? [Any])
+        XCTAssertEqual(props.count * 2, dumpedParams.count, "\(props) vs \(dumpedParams)")
+        for index in stride(from: 0, to: dumpedParams.count, by: 2) {
+            let key = try XCTUnwrap(dumpedParams[index] as? String)
+            if let ours = props[key] as? Double, let theirs = dumpedParams[index + 1] as? Double, !(props[key] is Bool) {
+                XCTAssertEqual(ours, theirs, accuracy: 1e-6, key)  // pw-dump prints 6 decimals
+            } else {
+                XCTAssertEqual("\(props[key] ?? "missing")", "\(dumpedParams[index + 1])", key)
+            }
+        }
+        XCTAssertTrue(client.isRunning, client.log)
+    }
 }

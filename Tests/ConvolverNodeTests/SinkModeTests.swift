@@ -289,12 +289,11 @@ final class SinkModeTests: XCTestCase {
         XCTAssertEqual(outputNode.properties["node.link-group"] as? String, linkGroup)
         XCTAssertEqual(outputNode.properties["node.group"] as? String, sinkNode.properties["node.group"] as? String)
 
-        // Props on the sink node reach the convolver: output = gain·mix·wet + (1 − mix)·dry.
-        let (status, output) = try daemon.run([
-            "pw-cli", "set-param", "\(sinkNode.id)", "Props",
-            "{ params = [ \"gain\" 0.5 \"mix\" 0.8 ] }",
-        ])
+        // Props on the sink node reach the convolver: output = gain·mix·wet + (1 − mix)·dry. Set by
+        // the sink's name, as a user does: the sink node carries them.
+        let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "set", "conv-hand", "gain=0.5", "mix=0.8"], timeout: 30)
         XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(output.trimmingCharacters(in: .whitespacesAndNewlines), "conv-hand: gain=0.5 mix=0.8")
         try waitFor("Props show gain 0.5", timeout: 10) {
             (try? SinkGraph.convolverProps(self.daemon, node: "conv-hand"))?.first { $0.0 == "gain" }?.1 == 0.5
         }

@@ -32,6 +32,12 @@ void cpw_loop_destroy_source(struct pw_loop *loop, struct spa_source *source);
 int cpw_core_add_listener(struct pw_core *core, struct spa_hook *listener,
                           const struct pw_core_events *events, void *data);
 
+/// `pw_node_set_param` is a macro over the node proxy's method table (flags 0).
+int cpw_node_set_param(struct pw_node *node, uint32_t id, const struct spa_pod *param);
+
+/// `pw_node_enum_params` is a macro: every param `id` of the node, answered by `param` events.
+int cpw_node_enum_params(struct pw_node *node, int seq, uint32_t id);
+
 /// `pw_log_*` are macros over the varargs `pw_log_logt`: logs one preformatted message.
 void cpw_log(enum spa_log_level level, const char *message);
 
