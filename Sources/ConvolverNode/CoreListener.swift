@@ -1,4 +1,5 @@
-// Watching a pw_core connection: the module and the standalone client react to its end.
+// Watching a pw_core connection: the module and the standalone client react to its end, and the
+// client starts at the rate the daemon says its graph runs at.
 import CConvolverShims
 import CPipeWire
 
@@ -11,6 +12,10 @@ public final class CoreListener {
     private let proxyListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
     private var listening = false
     private var onGone: ((String) -> Void)?
+    /// The daemon's `default.clock.rate`, from the core's info (sent once connected).
+    public private(set) var defaultClockRate: Int?
+    /// Runs when the core's info arrived.
+    public var onInfo: () -> Void = {}
 
     public init(core: OpaquePointer, onGone: @escaping (String) -> Void) {
         coreListener.initialize(to: spa_hook())
@@ -46,6 +51,13 @@ public final class CoreListener {
     // MARK: - Events (from PipeWireCallbacks)
 
     func proxyDestroyed() { gone("the connection to PipeWire was closed") }
+
+    func coreInfo(_ info: UnsafePointer<pw_core_info>) {
+        if let properties = info.pointee.props, let rate = spa_dict_lookup(properties, "default.clock.rate") {
+            defaultClockRate = Int(String(cString: rate))
+        }
+        onInfo()
+    }
 
     func coreError(id: UInt32, result: Int32, message: UnsafePointer<CChar>?) {
         let text = message.map { String(cString: $0) } ?? ""

@@ -112,6 +112,10 @@ enum PipeWireCallbacks {
     static let coreEvents: UnsafeMutablePointer<pw_core_events> = {
         var events = pw_core_events()
         events.version = UInt32(PW_VERSION_CORE_EVENTS)
+        events.info = { data, info in
+            guard let info else { return }
+            object(data, CoreListener.self)?.coreInfo(info)
+        }
         events.error = { data, id, _, result, message in
             object(data, CoreListener.self)?.coreError(id: id, result: result, message: message)
         }

@@ -5,10 +5,11 @@ import Glibc
 
 public enum StandaloneClient {
     /// Connects to PipeWire (`PIPEWIRE_REMOTE` / `XDG_RUNTIME_DIR`), runs the node until SIGINT or
-    /// SIGTERM or until the server goes away, and tears everything down. `onRunning` gets a line
-    /// saying the node is up.
+    /// SIGTERM or until the server goes away, and tears everything down. `sampleRate` nil: the
+    /// daemon's default clock rate (a sink at another rate would be resampled both ways). `onRunning`
+    /// gets a line saying the node is up.
     public static func run(
-        _ configuration: NodeConfiguration, sampleRate: Int = 48000,
+        _ configuration: NodeConfiguration, sampleRate: Int? = nil,
         onRunning: (String) -> Void = { _ in }
     ) throws(ConvolverNodeError) {
         let mainLoop = try PipeWireMainLoop()
@@ -19,7 +20,7 @@ public enum StandaloneClient {
 
     /// Everything on the loop lives only in here: it is gone before the main loop.
     private static func run(
-        _ configuration: NodeConfiguration, sampleRate: Int, on mainLoop: PipeWireMainLoop,
+        _ configuration: NodeConfiguration, sampleRate: Int?, on mainLoop: PipeWireMainLoop,
         onRunning: (String) -> Void
     ) throws(ConvolverNodeError) {
         let loop = mainLoop.loop
@@ -40,11 +41,20 @@ public enum StandaloneClient {
             mainLoop.quit()
         }
 
+        if sampleRate == nil && coreListener.defaultClockRate == nil && serverGone == nil {
+            // The core's info is the daemon's first message: a round trip at most.
+            coreListener.onInfo = { mainLoop.quit() }
+            let timeout = mainLoop.timer(after: 5) { mainLoop.quit() }
+            mainLoop.run()
+            timeout.cancel()
+            coreListener.onInfo = {}
+        }
+        if let serverGone { throw .disconnected(serverGone) }
         let node: ConvolverNode
         do {
             node = try ConvolverNode(
                 core: core, context: context, loop: loop, configuration: configuration,
-                sampleRate: sampleRate, expectedBlockSize: 256)
+                sampleRate: sampleRate ?? coreListener.defaultClockRate ?? 48000, expectedBlockSize: 256)
         } catch {
             coreListener.remove()
             pw_core_disconnect(core)

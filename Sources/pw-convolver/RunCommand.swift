@@ -99,7 +99,7 @@ enum RunCommand: Command {
         } catch {
             throw UsageError(error.description)
         }
-        try StandaloneClient.run(configuration, sampleRate: configuration.audioRate ?? 48000) { line in
+        try StandaloneClient.run(configuration, sampleRate: configuration.audioRate) { line in
             printToStandardError("pw-convolver: \(line)")
         }
     }

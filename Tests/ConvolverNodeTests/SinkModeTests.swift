@@ -323,6 +323,21 @@ final class SinkModeTests: XCTestCase {
         }
     }
 
+    /// The standalone client's engine and sink format start at the daemon's default.clock.rate (a
+    /// 44.1 kHz graph), so that the sink is not resampled in and out; the module does the same.
+    func testStandaloneSinkStartsAtTheDaemonsRate() throws {
+        daemon.stop()
+        daemon = try PrivatePipeWire(name: "sinkrate", extraProperties: "default.clock.rate = 44100")
+        let sink = try spawn(
+            [BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-rate", "--ir", "builtin:dirac"],
+            logName: "conv-rate.log")
+        try waitFor("the sink's ports", timeout: 30) { (try? self.daemon.portNames(ofNode: "conv-rate").count) == 4 }
+        try waitFor("convolver.rate 44100, log:\n\(sink.log)", timeout: 10) {
+            ((try? self.daemon.nodeProperties("conv-rate"))??.properties["convolver.rate"]).map { "\($0)" } == "44100"
+        }
+        XCTAssertEqual(sink.interrupt(), 0, sink.log)
+    }
+
     /// The shipped hall sink (pipewire-conf/swift-convolver-hall-sink.conf, as is), linked by hand.
     func testShippedHallSinkConfigByHand() throws {
         try daemon.setQuantum(256)

@@ -136,8 +136,13 @@ final class PrivatePipeWire {
             attributes: [.posixPermissions: 0o700])
         var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
         if !extraProperties.isEmpty {
-            guard let start = configuration.range(of: "context.properties = {") else { throw CocoaError(.fileReadCorruptFile) }
-            configuration.insert(contentsOf: "\n    " + extraProperties, at: start.upperBound)
+            // At the end of context.properties: a key the config sets too takes the later value.
+            guard let start = configuration.range(of: "context.properties = {"),
+                let end = configuration.range(of: "\n}", range: start.upperBound..<configuration.endIndex)
+            else {
+                throw CocoaError(.fileReadCorruptFile)
+            }
+            configuration.insert(contentsOf: "\n    " + extraProperties, at: end.lowerBound)
         }
         if !extraModules.isEmpty {
             // At the end of context.modules: after protocol-native, which a module's core needs.
