@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# make demo: play a test signal through the swift-convolver node (builtin:hall) in PipeWire, record
-# the result, show live statistics, then stop everything this script started.
+# make demo: play a test signal through the swift-convolver node (builtin:hall) in PipeWire, show
+# live statistics, then stop everything this script started.
 #
-# Uses your running PipeWire if `pw-cli info 0` answers; otherwise starts a private headless daemon
-# in a temporary runtime dir (scripts/private-pipewire.sh). It never stops or reconfigures your own
+# With your running PipeWire (`pw-cli info 0` answers) and a default output (the session manager's
+# default.audio.sink, with playback_FL and playback_FR ports), you hear it there at a moderate level
+# (-12 dBFS peaks in) and nothing is left behind. Otherwise the result is recorded to a file: in your
+# PipeWire without a default output, or in a private headless daemon started in a temporary runtime
+# dir (scripts/private-pipewire.sh) when none answers. It never stops or reconfigures your own
 # PipeWire: it only adds its own nodes (node.autoconnect = false, so your session manager leaves
-# them alone) and removes them at the end.
+# them alone) and removes them at the end; Ctrl-C stops it early, as cleanly.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=${PW_CONVOLVER:-$root/.build/release/pw-convolver}
@@ -14,6 +17,7 @@ tag=$$  # node names must be unique: pw-link picks the first node of a name
 node=swift-convolver-demo-$tag
 ports='adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve }'
 private_dir=
+output=  # your default output, when the demo plays there
 node_pid= player_pid= recorder_pid=
 
 # Ends one process this script started with signal $1 (pw-record writes its WAV header on SIGINT;
@@ -32,17 +36,24 @@ cleanup() {
     player_pid= recorder_pid= node_pid=
     [ -z "$private_dir" ] || "$root/scripts/private-pipewire.sh" stop "$private_dir"
     private_dir=
+    [ -z "$output" ] || rm -rf "$work"  # nothing to keep: it was heard
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM  # through the EXIT trap
 
 wait_for_port() {
     for _ in $(seq 100); do pw-link -o -i 2>/dev/null | grep -qx "$1" && return 0; sleep 0.1; done
     echo "demo: port $1 did not appear" >&2; return 1
 }
 
-# 1. Which PipeWire.
+# 1. Which PipeWire, and where the sound goes: your default output, else a recording.
+output=
 if timeout 3 pw-cli info 0 >/dev/null 2>&1; then
     echo "== Using your running PipeWire (XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-unset})"
+    output=$(timeout 3 pw-metadata -n default 0 default.audio.sink 2>/dev/null |
+        sed -n 's/.*"name" *: *"\([^"]*\)".*/\1/p' | head -n 1) || output=
+    inputs=$(pw-link -i 2>/dev/null) || inputs=
+    for channel in FL FR; do grep -qxF "$output:playback_$channel" <<<"$inputs" || output=; done
 else
     private_dir=$work/pipewire
     echo "== No PipeWire answering: starting a private headless one in $private_dir"
@@ -62,19 +73,27 @@ signal=$work/test-signal.wav
 for note in 1-C4 2-E4 3-G4 4-C5; do
     sox -n -r 48000 -c 2 -b 32 -e floating-point "$work/note-$note.wav" synth 0.6 pluck "${note#*-}"
 done
-sox "$work"/note-*.wav "$signal" pad 0 2
+# Peaks at -12 dBFS in: a moderate level on any output.
+sox "$work"/note-*.wav "$signal" norm -12 pad 0 2
 recording=$work/hall-recording.wav
 
-# 4. Record the node's output, play the signal into it (linked by port names).
-pw-record -P "{ node.name = demo-rec-$tag node.want-driver = true node.autoconnect = false $ports }" \
-    --format f32 --rate 48000 --channels 2 "$recording" &
-recorder_pid=$!
+# 4. The node's output to your default output, or to a recorder; the signal into the node (linked
+#    by port names).
+if [ -n "$output" ]; then
+    echo "== Your default output is $output: you hear the test signal through $node there (about 6 s; Ctrl-C stops it)"
+    destination=$output:playback
+else
+    pw-record -P "{ node.name = demo-rec-$tag node.want-driver = true node.autoconnect = false $ports }" \
+        --format f32 --rate 48000 --channels 2 "$recording" &
+    recorder_pid=$!
+    wait_for_port "demo-rec-$tag:input_FL"
+    destination=demo-rec-$tag:input
+fi
 pw-play -P "{ node.name = demo-play-$tag node.want-driver = false node.autoconnect = false $ports }" "$signal" &
 player_pid=$!
 wait_for_port "demo-play-$tag:output_FL"
-wait_for_port "demo-rec-$tag:input_FL"
 for channel in FL FR; do
-    pw-link "$node:output_$channel" "demo-rec-$tag:input_$channel"
+    pw-link "$node:output_$channel" "${destination}_$channel"
     pw-link "demo-play-$tag:output_$channel" "$node:input_$channel"
 done
 echo "== Playing $signal through $node; live statistics (pw-convolver top --batch --seconds 3):"
@@ -84,15 +103,17 @@ echo "== Playing $signal through $node; live statistics (pw-convolver top --batc
 wait "$player_pid" || true
 player_pid=
 sleep 3
-stop_process INT "$recorder_pid"
+[ -z "$recorder_pid" ] || stop_process INT "$recorder_pid"
 recorder_pid=
 cleanup
 
+if [ -n "$output" ]; then
+    printf '\n== Done: that was four notes through builtin:hall, on %s.\n' "$output"
+else
+    printf '\n== Done. No default output to play to: the recording (input through builtin:hall) is\n'
+    printf '   %s\n   (play it with: pw-play %s)\n' "$recording" "$recording"
+fi
 cat <<EOF
-
-== Done. The recording (input through builtin:hall) is:
-   $recording
-   (play it with: pw-play $recording)
 
 == In a real session, run the node and route it with pw-link or qpwgraph:
    $bin --ir builtin:hall --name hall          # or --ir /path/to/ir.wav
