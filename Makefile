@@ -127,7 +127,8 @@ clean:
 # - user-level: the module goes to ~/.local/lib/pipewire-0.3/ and a systemd drop-in for the user's
 #   pipewire.service sets PIPEWIRE_MODULE_DIR=<that dir>:<PipeWire's dir>;
 # - system-wide (PREFIX other than ~/.local): the module goes to PipeWire's own module dir
-#   (pkg-config moduledir), the daemon drop-in to /etc/pipewire, the unit to PREFIX/lib/systemd/user.
+#   (pkg-config moduledir), the units to PREFIX/lib/systemd/user.
+# Like the package, it enables nothing: the daemon drop-in is one of the configs in DATADIR.
 # DESTDIR is prepended to every path (tests). BUILD_DIR: where the products are.
 PREFIX ?= $(HOME)/.local
 MODULE_FILE := libpipewire-module-swift-convolver.so
@@ -137,17 +138,15 @@ DATADIR ?= $(PREFIX)/share/swift-convolver
 MANDIR ?= $(PREFIX)/share/man
 ifeq ($(PREFIX),$(HOME)/.local)
 MODULEDIR ?= $(PREFIX)/lib/pipewire-0.3
-PW_CONFDIR ?= $(HOME)/.config/pipewire
 SYSTEMD_USERDIR ?= $(HOME)/.config/systemd/user
 MODULE_ENV_DROPIN := $(SYSTEMD_USERDIR)/pipewire.service.d/swift-convolver.conf
 else
 MODULEDIR ?= $(PIPEWIRE_MODULEDIR)
-PW_CONFDIR ?= /etc/pipewire
 SYSTEMD_USERDIR ?= $(PREFIX)/lib/systemd/user
 MODULE_ENV_DROPIN :=
 endif
 INSTALLED_FILES := $(BINDIR)/pw-convolver $(MODULEDIR)/$(MODULE_FILE) \
-	$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf $(SYSTEMD_USERDIR)/swift-convolver.service \
+	$(SYSTEMD_USERDIR)/swift-convolver.service \
 	$(SYSTEMD_USERDIR)/swift-convolver@.service \
 	$(MODULE_ENV_DROPIN) $(MANDIR)/man1/pw-convolver.1 $(MANDIR)/man7/libpipewire-module-swift-convolver.7 \
 	$(addprefix $(DATADIR)/,$(notdir $(wildcard pipewire-conf/swift-convolver*.conf)) README.md)
@@ -157,7 +156,6 @@ install:
 	scripts/man-pages.sh $(MAN_DIR) $(BUILD_DIR)/pw-convolver $(VERSION)
 	install -D -m 755 "$(BUILD_DIR)/pw-convolver" "$(DESTDIR)$(BINDIR)/pw-convolver"
 	install -D -m 644 "$(BUILD_DIR)/$(MODULE_FILE)" "$(DESTDIR)$(MODULEDIR)/$(MODULE_FILE)"
-	install -D -m 644 pipewire-conf/swift-convolver-dropin.conf "$(DESTDIR)$(PW_CONFDIR)/pipewire.conf.d/swift-convolver.conf"
 	install -d "$(DESTDIR)$(DATADIR)"
 	install -m 644 pipewire-conf/swift-convolver*.conf README.md "$(DESTDIR)$(DATADIR)/"
 	install -D -m 644 $(MAN_DIR)/pw-convolver.1 "$(DESTDIR)$(MANDIR)/man1/pw-convolver.1"
@@ -171,8 +169,8 @@ ifneq ($(MODULE_ENV_DROPIN),)
 	printf '# swift-convolver (make install): PipeWire finds the module in $(MODULEDIR).\n[Service]\nEnvironment=PIPEWIRE_MODULE_DIR=$(MODULEDIR):$(PIPEWIRE_MODULEDIR)\n' \
 		>"$(DESTDIR)$(MODULE_ENV_DROPIN)"
 endif
-	@echo "Installed. Restart PipeWire to load the drop-in: systemctl --user daemon-reload && systemctl --user restart pipewire"
-	@echo "Standalone sink instead: systemctl --user enable --now swift-convolver.service"
+	@echo "Installed; nothing is enabled. A config at login: systemctl --user daemon-reload && systemctl --user enable --now swift-convolver@NAME.service"
+	@echo "(NAME.conf in ~/.config/swift-convolver/ or $(DATADIR)/; README, \"Install\")"
 	@echo "Any config ~/.config/swift-convolver/NAME.conf at login: systemctl --user enable --now swift-convolver@NAME.service"
 
 # Removes exactly the files install writes (and, at user level, the cache of FFTW wisdom and machine costs), then the

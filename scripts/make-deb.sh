@@ -46,7 +46,7 @@ Comment: The binaries in this package link FFTW 3 (libfftw3f), which is licensed
  by the GPL-2+: whoever distributes it must offer its complete source under GPL-compatible terms
  (the project's own MIT code is compatible). The Swift runtime linked into the binaries is
  Apache-2.0 with the Runtime Library Exception. libsndfile and libsoxr are LGPL-2.1+,
- libpipewire is MIT.
+ libmysofa is BSD-3-Clause, libpipewire is MIT.
 
 Files: *
 Copyright: 2026 The swift-convolver authors

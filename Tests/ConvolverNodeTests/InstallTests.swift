@@ -35,7 +35,7 @@ final class InstallTests: XCTestCase {
         let installed = entriesOtherThanDirectories(under: home)
         for expected in [
             ".local/bin/pw-convolver", ".local/lib/pipewire-0.3/libpipewire-module-swift-convolver.so",
-            ".config/pipewire/pipewire.conf.d/swift-convolver.conf",
+            ".local/share/swift-convolver/swift-convolver-dropin.conf",
             ".config/systemd/user/swift-convolver.service", ".config/systemd/user/swift-convolver@.service",
             ".config/systemd/user/pipewire.service.d/swift-convolver.conf",
             ".local/share/swift-convolver/swift-convolver.conf",
@@ -43,6 +43,8 @@ final class InstallTests: XCTestCase {
         ] {
             XCTAssertTrue(installed.contains(expected), "\(expected) not in \(installed)")
         }
+        // Like the package, it enables nothing: no node appears in the user's daemon by itself.
+        XCTAssertFalse(installed.contains { $0.hasPrefix(".config/pipewire/") }, "\(installed)")
         // The unit runs the installed binary.
         let unit = try String(contentsOfFile: home + "/.config/systemd/user/swift-convolver.service", encoding: .utf8)
         XCTAssertTrue(unit.contains("ExecStart=\(home)/.local/bin/pw-convolver run --sink"), unit)
@@ -134,7 +136,7 @@ final class InstallTests: XCTestCase {
         try make(["install", "PREFIX=/usr/local", "DESTDIR=\(destination)"])
         let installed = entriesOtherThanDirectories(under: destination)
         XCTAssertTrue(installed.contains("usr/local/bin/pw-convolver"), "\(installed)")
-        XCTAssertTrue(installed.contains("etc/pipewire/pipewire.conf.d/swift-convolver.conf"), "\(installed)")
+        XCTAssertFalse(installed.contains { $0.hasPrefix("etc/") }, "system-wide too, nothing enabled: \(installed)")
         XCTAssertTrue(installed.contains("usr/local/lib/systemd/user/swift-convolver.service"), "\(installed)")
         // System-wide, the module goes where PipeWire looks without any environment.
         XCTAssertTrue(
