@@ -170,7 +170,8 @@ enum EngineFactory {
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         var loaded: [String: ImpulseResponse] = [:]
         return try graph.matrix(
-            inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate
+            inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
+            biquadFormulas: PipeWireVersion.runningIsOneDotX ? .pipeWire1 : .pipeWire03
         ) { node, impulse, instance throws(ConvolverNodeError) in
             let spec = ImpulseResponse.closestInRate(
                 impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))

@@ -180,8 +180,17 @@ final class BadInputTests: XCTestCase {
             graphRow("sqrt", "{ type = builtin label = sqrt name = s }", ["node 's'", "sqrt"]),
             graphRow("ebur128", "{ type = builtin label = ebur128 name = meter }", ["node 'meter'", "ebur128"]),
             graphRow(
-                "a biquad (not compiled yet)", "{ type = builtin label = bq_highpass name = hp }",
-                ["node 'hp'", "bq_highpass", "does not compile yet"]),
+                "a raw biquad (not compiled yet)", "{ type = builtin label = bq_raw name = raw }",
+                ["node 'raw'", "bq_raw", "does not compile yet"]),
+            graphRow(
+                "a biquad Q out of range", "{ type = builtin label = bq_peaking name = eq control = { Freq = 1000 Q = 20 } }",
+                ["node 'eq'", "control \"Q\"", "outside 0.0...10.0"]),
+            graphRow(
+                "a biquad frequency of NaN", "{ type = builtin label = bq_lowpass name = lp control = { Freq = nan } }",
+                ["node 'lp'", "Freq", "not a finite number"]),
+            graphRow(
+                "a biquad that rings for minutes", "{ type = builtin label = bq_peaking name = slow control = { Freq = 0.2 Q = 10 Gain = 6 } }",
+                ["node 'slow'", "bq_peaking", "coefficients", "no finite impulse response"]),
             graphRow("an unknown builtin", "{ type = builtin label = frobnicator name = f }", ["node 'f'", "unknown builtin label 'frobnicator'"]),
             graphRow(
                 "a link to a missing node", "{ type = builtin label = copy name = a } { type = builtin label = copy name = b }",

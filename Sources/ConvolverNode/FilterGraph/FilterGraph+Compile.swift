@@ -120,7 +120,7 @@ extension FilterGraph {
     /// Each graph output's response to each graph input, for one instance (`instance` is a
     /// convolver's default file channel). `impulse(node, ir, instance)` loads one IR at the graph's rate.
     func outputResponses(
-        instance: Int, sampleRate: Int,
+        instance: Int, sampleRate: Int, biquadFormulas: Biquad.Formulas,
         impulse: (_ node: String, Impulse, _ instance: Int) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> [PortResponse?] {
         var outputsOf: [[PortResponse]] = nodes.map { [PortResponse](repeating: [:], count: $0.outputNames.count) }
@@ -158,15 +158,40 @@ extension FilterGraph {
                     let samples = try impulse(node.name, ir, instance)
                     outputsOf[nodeIndex][index] = input.mapValues { $0.convolved(with: samples) }
                 }
+            case .biquad(let biquad):
+                outputsOf[nodeIndex][0] = try Self.filtered(input, through: biquad, node: node.name, sampleRate: sampleRate, formulas: biquadFormulas)
             }
         }
         return outputs.map { port in port.map { outputsOf[$0.node][$0.index] } }
     }
 
+    /// A port's signal through a biquad; one that is unstable, or rings for more than a minute, is refused.
+    private static func filtered(
+        _ input: PortResponse, through biquad: Biquad, node: String, sampleRate: Int, formulas: Biquad.Formulas
+    ) throws(ConvolverNodeError) -> PortResponse {
+        let coefficients = biquad.coefficients(sampleRate: sampleRate, formulas: formulas)
+        func refused(_ why: String) -> ConvolverNodeError {
+            .configuration(
+                NodeConfigurationError(
+                    key: "filter.graph node '\(node)'",
+                    message: "bq_\(biquad.shape) (Freq \(biquad.frequency) Q \(biquad.q) Gain \(biquad.gain)) at \(sampleRate) Hz "
+                        + "has the coefficients \(coefficients), which \(why): it has no finite impulse response"))
+        }
+        guard coefficients.isStable else { throw refused("put a pole on or outside the unit circle") }
+        var output: PortResponse = [:]
+        for (graphInput, taps) in input {
+            guard let result = taps.filtered(through: coefficients, sampleRate: sampleRate, maxFrames: 60 * sampleRate) else {
+                throw refused("ring on for more than 60 s")
+            }
+            output[graphInput] = result
+        }
+        return output
+    }
+
     /// The whole graph as one matrix: `instances` copies side by side, stream channel k feeding
     /// input k mod (graph inputs) of copy k / (graph inputs), as filter-chain wires its instances.
     func matrix(
-        inputChannels: Int, outputChannels: Int, sampleRate: Int,
+        inputChannels: Int, outputChannels: Int, sampleRate: Int, biquadFormulas: Biquad.Formulas,
         impulse: (_ node: String, Impulse, _ instance: Int) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         let instances: Int
@@ -175,7 +200,8 @@ extension FilterGraph {
         }
         var entries: [ConvolutionMatrix.Entry] = []
         for instance in 0..<instances {
-            let responses = try outputResponses(instance: instance, sampleRate: sampleRate, impulse: impulse)
+            let responses = try outputResponses(
+                instance: instance, sampleRate: sampleRate, biquadFormulas: biquadFormulas, impulse: impulse)
             for (output, response) in responses.enumerated() {
                 let outputChannel = instance * outputs.count + output
                 guard let response, outputChannel < outputChannels else { continue }

@@ -12,10 +12,7 @@ extension FilterGraph {
         "debug": "logs samples", "busy": "burns CPU on purpose", "null": "discards its input",
     ]
     /// Builtins that are linear but compiled by the next step (biquads, EQ, SOFA): refused by name until then.
-    static let notYetCompiled: Set<String> = [
-        "bq_lowpass", "bq_highpass", "bq_bandpass", "bq_lowshelf", "bq_highshelf", "bq_peaking", "bq_notch", "bq_allpass",
-        "bq_raw", "param_eq", "dcblock", "spatializer",
-    ]
+    static let notYetCompiled: Set<String> = ["bq_raw", "param_eq", "dcblock", "spatializer"]
     static let keep = "keep this graph on filter-chain"
 
     /// Reads `filter.graph = { nodes = [...] links = [...] inputs = [...] outputs = [...] }`.
@@ -233,6 +230,14 @@ extension FilterGraph {
                 for index in impulses.indices { impulses[index].latencySeconds = latency }
             }
             kind = .convolverBank(impulses)
+        case _ where label.hasPrefix("bq_") && Biquad.Shape(rawValue: String(label.dropFirst(3))) != nil:
+            // filter-chain's port ranges: Freq 0...Nyquist (its hint), Q 0...10, Gain -120...20 dB.
+            controlPorts = ["Freq", "Q", "Gain"]
+            var biquad = Biquad(shape: Biquad.Shape(rawValue: String(label.dropFirst(3))) ?? .lowpass)
+            biquad.frequency = try controlValue("Freq", default: 0, range: 0...384_000)
+            biquad.q = try controlValue("Q", default: 0, range: 0...10)
+            biquad.gain = try controlValue("Gain", default: 0, range: -120...20)
+            kind = .biquad(biquad)
         default:
             if let reason = refusedBuiltins[label] {
                 throw NodeConfigurationError(
@@ -250,7 +255,7 @@ extension FilterGraph {
         for (port, _) in control where !controlPorts.contains(port) {
             warnings.append("\(node): no control port '\(port)' on a \(label) node; ignored")
         }
-        if !config.isEmpty, ["copy", "mixer", "linear", "invert"].contains(label) {
+        if !config.isEmpty, ["copy", "mixer", "linear", "invert"].contains(label) || label.hasPrefix("bq_") {
             warnings.append("\(node) config: a \(label) node has no config; ignored")
         }
         return Node(name: name, label: label, kind: kind)

@@ -40,6 +40,8 @@ public struct FilterGraph: Sendable, Equatable {
         case convolver(Impulse)
         /// `convolver2` (PipeWire 1.6 and later): `Out k` = In convolved with `impulses[k]`.
         case convolverBank([Impulse])
+        /// `bq_lowpass` ... `bq_allpass`: Out = In through the biquad.
+        case biquad(Biquad)
     }
 
     public struct Node: Sendable, Equatable {

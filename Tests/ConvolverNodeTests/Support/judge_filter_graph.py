@@ -6,7 +6,8 @@ filter-chain or swift-convolver module's args).
 Independent of the node's compiler: this script reads the config file with its own SPA-JSON reader,
 and runs the graph on the recorded input signal node by node in the time domain (copy, mixer
 gains, delay by truncated seconds × rate, linear/invert, convolver and convolver2 by scipy's
-convolution of the IR file's channel), instance by instance as filter-chain replicates the graph
+convolution of the IR file's channel, the biquads by scipy's lfilter with biquad.c's coefficients
+for the version: 0.3.x's or 1.x's), instance by instance as filter-chain replicates the graph
 over the streams' channels, in double precision. The node instead folds the graph into one matrix
 of impulse responses before it runs.
 
@@ -14,7 +15,7 @@ Spec (JSON, argv[1]): config (the filter-chain config file; its first module's a
 record, float32 frames: inputs then outputs), rate, pipewire (the version filter-chain's rules
 are those of), and optionally `mutate`: a deliberate mistake
 in this evaluation ("link": the first link left out; "gain": the first mixer's first gain 10 % off;
-"delay": the first output one sample late). A mutated evaluation must not match a correct node (negative test).
+"delay": the first output one sample late; "biquad": the first biquad's Freq 10 % off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
 """
@@ -26,7 +27,7 @@ import warnings
 warnings.simplefilter("ignore")
 import numpy as np
 from scipy.io import wavfile
-from scipy.signal import fftconvolve
+from scipy.signal import fftconvolve, lfilter
 
 TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\]=:,]|[^\s{}\[\]=:,"#]+')
 
@@ -99,6 +100,73 @@ def impulse(ir, instance, rate, one_dot_x):
     return np.concatenate([np.zeros(delay), samples]) * gain
 
 
+def biquad(shape, freq, q, gain, rate, one_dot_x):
+    """biquad.c's coefficients (b, a), with its float frequency and float coefficients."""
+    f = float(np.float32(np.float32(freq) * np.float32(2) / np.float32(rate)))
+    q, gain = float(np.float32(q)), float(np.float32(gain))
+    clipped = max(0.0, min(f, 1.0))
+    A = 10 ** (gain / 40)
+    w0 = np.pi * clipped
+    k = np.cos(w0)
+    default_q = 0.707106781186548
+    coefficients = None
+    if shape in ("lowpass", "highpass"):
+        low = shape == "lowpass"
+        if clipped in (0.0, 1.0):
+            coefficients = ((clipped if low else 1 - clipped), 0, 0, 1, 0, 0)
+        elif not one_dot_x:
+            g = 10 ** (0.05 * max(0.0, q))
+            d = np.sqrt((4 - np.sqrt(16 - 16 / (g * g))) / 2)
+            sn = 0.5 * d * np.sin(w0)
+            beta = 0.5 * (1 - sn) / (1 + sn)
+            gamma = (0.5 + beta) * np.cos(w0)
+            alpha = 0.25 * (0.5 + beta - gamma) if low else 0.25 * (0.5 + beta + gamma)
+            coefficients = (2 * alpha, (4 if low else -4) * alpha, 2 * alpha, 1, -2 * gamma, 2 * beta)
+        else:
+            alpha = np.sin(w0) / (2 * (q if q > 0 else default_q))
+            b = ((1 - k) / 2, 1 - k, (1 - k) / 2) if low else ((1 + k) / 2, -(1 + k), (1 + k) / 2)
+            coefficients = b + (1 + alpha, -2 * k, 1 - alpha)
+    elif shape in ("lowshelf", "highshelf"):
+        low = shape == "lowshelf"
+        if clipped == 1:
+            coefficients = (A * A if low else 1, 0, 0, 1, 0, 0)
+        elif clipped <= 0:
+            coefficients = (1 if low else A * A, 0, 0, 1, 0, 0)
+        else:
+            if one_dot_x:
+                alpha = np.sin(w0) / (2 * (q if q > 0 else default_q))
+            else:
+                alpha = 0.5 * np.sin(w0) * np.sqrt(2)  # slope 1
+            k2 = 2 * np.sqrt(A) * alpha
+            p, m = A + 1, A - 1
+            if low:
+                coefficients = (A * (p - m * k + k2), 2 * A * (m - p * k), A * (p - m * k - k2),
+                                p + m * k + k2, -2 * (m + p * k), p + m * k - k2)
+            else:
+                coefficients = (A * (p + m * k + k2), -2 * A * (m + p * k), A * (p + m * k - k2),
+                                p - m * k + k2, 2 * (m - p * k), p - m * k - k2)
+    else:
+        q = max(0.0, q)
+        outside = (f <= 0 or f >= 1) if shape == "bandpass" else (clipped <= 0 or clipped >= 1)
+        if outside:
+            coefficients = (0 if shape == "bandpass" else 1, 0, 0, 1, 0, 0)
+        elif q <= 0:
+            coefficients = ({"bandpass": 1, "peaking": A * A, "notch": 0, "allpass": -1}[shape], 0, 0, 1, 0, 0)
+        else:
+            alpha = np.sin(w0) / (2 * q)
+            coefficients = {
+                "bandpass": (alpha, 0, -alpha, 1 + alpha, -2 * k, 1 - alpha),
+                "peaking": (1 + alpha * A, -2 * k, 1 - alpha * A, 1 + alpha / A, -2 * k, 1 - alpha / A),
+                "notch": (1, -2 * k, 1, 1 + alpha, -2 * k, 1 - alpha),
+                "allpass": (1 - alpha, -2 * k, 1 + alpha, 1 + alpha, -2 * k, 1 - alpha),
+            }[shape]
+    b0, b1, b2, a0, a1, a2 = coefficients
+    inverse = 1 / a0
+    b = [float(np.float32(x * inverse)) for x in (b0, b1, b2)]
+    a = [1.0] + [float(np.float32(x * inverse)) for x in (a1, a2)]
+    return b, a
+
+
 def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
     nodes = graph["nodes"]
     names = [node["name"] for node in nodes]
@@ -132,7 +200,7 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
     frames = len(signal)
     produced = {}
     done = set()
-    mutated = {"gain": mutate == "gain"}
+    mutated = {"gain": mutate == "gain", "biquad": mutate == "biquad"}
 
     def input_signal(node_name, port):
         if (node_name, port) in graph_inputs:
@@ -171,6 +239,12 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
                     taps = impulse(ir, instance, rate, one_dot_x)
                     out = "Out" if label == "convolver" else f"Out {index + 1}"
                     produced[(name, out)] = fftconvolve(input_signal(name, "In"), taps)[:frames]
+            elif label.startswith("bq_") and label != "bq_raw":
+                freq = number(control.get("Freq"))
+                if mutated["biquad"]:
+                    freq, mutated["biquad"] = freq * 1.1, False
+                b, a = biquad(label[3:], freq, number(control.get("Q")), number(control.get("Gain")), rate, one_dot_x)
+                produced[(name, "Out")] = lfilter(b, a, input_signal(name, "In"))
             else:
                 raise SystemExit(f"node {name}: {label} is not evaluated here")
             done.add(name)
