@@ -189,6 +189,14 @@ final class BadInputTests: XCTestCase {
                 "a biquad frequency of NaN", "{ type = builtin label = bq_lowpass name = lp control = { Freq = nan } }",
                 ["node 'lp'", "Freq", "not a finite number"]),
             graphRow(
+                "a param_eq file that does not exist",
+                "{ type = builtin label = param_eq name = eq config = { filename = \"/nonexistent/eq.txt\" } }",
+                ["node 'eq' config filename", "cannot read the EqualizerAPO file '/nonexistent/eq.txt'", "No such file"]),
+            graphRow(
+                "a param_eq band gain of NaN",
+                "{ type = builtin label = param_eq name = eq config = { filters = [ { type = bq_peaking freq = 100 gain = nan } ] } }",
+                ["filters[0].gain", "not a number"]),
+            graphRow(
                 "a biquad that rings for minutes", "{ type = builtin label = bq_peaking name = slow control = { Freq = 0.2 Q = 10 Gain = 6 } }",
                 ["node 'slow'", "bq_peaking", "coefficients", "no finite impulse response"]),
             graphRow("an unknown builtin", "{ type = builtin label = frobnicator name = f }", ["node 'f'", "unknown builtin label 'frobnicator'"]),

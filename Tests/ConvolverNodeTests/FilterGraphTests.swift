@@ -42,9 +42,20 @@ final class FilterGraphTests: XCTestCase {
         try TestSignals.write(decaying(channels: 14, frames: 512), to: path("hesuvi.wav"))
         try TestSignals.write(decaying(channels: 6, frames: 384), to: path("kemar.wav"))
         try TestSignals.write(decaying(channels: 2, frames: 600), to: path("ir-stereo.wav"))
+        try """
+        Preamp: -6.5 dB
+        Filter 1: ON PK Fc 105 Hz Gain 5.1 dB Q 0.70
+        Filter 2: ON LSC Fc 30 Hz Gain 3.0 dB Q 0.707
+        Filter 3: OFF PK Fc 1000 Hz Gain 9.0 dB Q 1.00
+        Filter 4: ON HSC Fc 8000 Hz Gain -2.5 dB Q 0.71
+        Filter 5: ON LP Fc 18000 Hz
+        Filter 6: ON PK Fc 3150 Hz Gain -4.2 dB Q 2.41421
+
+        """.write(toFile: path("eq-apo.txt"), atomically: true, encoding: .utf8)
         return [
             "\"hrir_hesuvi/hrir.wav\"": path("hesuvi.wav"), "\"/home/wim/src/pipewire/hrir_hesuvi/hesuvi.wav\"": path("hesuvi.wav"),
             "\"hrir_kemar/hrir-kemar.wav\"": path("kemar.wav"), "\"ir-stereo.wav\"": path("ir-stereo.wav"),
+            "\"eq-apo.txt\"": path("eq-apo.txt"),
         ]
     }
 
@@ -293,6 +304,14 @@ final class FilterGraphTests: XCTestCase {
         try runConfig(
             "every-biquad.conf", input: "effect_input.every-biquad", output: "effect_output.every-biquad", positions: ["FL", "FR"],
             outputs: 2, alongside: try alongside, agreementDB: Self.biquadAgreementDB)
+    }
+
+    /// A param_eq from an EqualizerAPO file and a per-channel `filters2`; filter-chain has it from 1.4
+    /// on (on 0.3.65 ours runs alone).
+    func testParamEQ() throws {
+        try runConfig(
+            "param-eq.conf", input: "effect_input.param-eq", output: "effect_output.param-eq", positions: ["FL", "FR"], outputs: 2,
+            alongside: PipeWireInstallation.isOneDotX ? try alongside : false, agreementDB: Self.biquadAgreementDB)
     }
 
     /// PipeWire master's HeSuVi in `convolver2` form (no released filter-chain has convolver2 yet:

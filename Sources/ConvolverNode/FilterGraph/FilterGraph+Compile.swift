@@ -158,6 +158,15 @@ extension FilterGraph {
                     let samples = try impulse(node.name, ir, instance)
                     outputsOf[nodeIndex][index] = input.mapValues { $0.convolved(with: samples) }
                 }
+            case .equalizer(let channels):
+                // param_eq exists from 1.4 on: its bands follow 1.x's formulas on any version.
+                for (channel, bands) in channels.enumerated() {
+                    var signal = signal(at: Port(node: nodeIndex, index: channel))
+                    for band in bands {
+                        signal = try Self.filtered(signal, through: band, node: node.name, sampleRate: sampleRate, formulas: .pipeWire1)
+                    }
+                    outputsOf[nodeIndex][channel] = signal
+                }
             case .biquad(let biquad):
                 outputsOf[nodeIndex][0] = try Self.filtered(input, through: biquad, node: node.name, sampleRate: sampleRate, formulas: biquadFormulas)
             }

@@ -12,7 +12,7 @@ extension FilterGraph {
         "debug": "logs samples", "busy": "burns CPU on purpose", "null": "discards its input",
     ]
     /// Builtins that are linear but compiled by the next step (biquads, EQ, SOFA): refused by name until then.
-    static let notYetCompiled: Set<String> = ["bq_raw", "param_eq", "dcblock", "spatializer"]
+    static let notYetCompiled: Set<String> = ["bq_raw", "dcblock", "spatializer"]
     static let keep = "keep this graph on filter-chain"
 
     /// Reads `filter.graph = { nodes = [...] links = [...] inputs = [...] outputs = [...] }`.
@@ -205,6 +205,7 @@ extension FilterGraph {
             }
             kind = .scale(try controlValue("Mult", default: 1, range: -1000...1000))
         case "invert": kind = .scale(-1)
+        case "param_eq": kind = .equalizer(try Equalizer.channelBands(config, node: node, warnings: &warnings))
         case "convolver":
             kind = .convolver(try impulse(config, defaultChannel: nil, key: "\(node) config", warnings: &warnings, bank: false))
         case "convolver2":

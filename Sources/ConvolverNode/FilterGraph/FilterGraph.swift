@@ -42,6 +42,8 @@ public struct FilterGraph: Sendable, Equatable {
         case convolverBank([Impulse])
         /// `bq_lowpass` ... `bq_allpass`: Out = In through the biquad.
         case biquad(Biquad)
+        /// `param_eq`: `Out k` = `In k` through channel k's biquads, in order (eight channels).
+        case equalizer([[Biquad]])
     }
 
     public struct Node: Sendable, Equatable {
@@ -52,13 +54,17 @@ public struct FilterGraph: Sendable, Equatable {
         public var outputNames: [String] { Self.outputNames(kind) }
 
         static func inputNames(_ kind: Kind) -> [String] {
-            if case .mixer = kind { return (1...8).map { "In \($0)" } }
-            return ["In"]
+            switch kind {
+            case .mixer, .equalizer: return (1...8).map { "In \($0)" }
+            default: return ["In"]
+            }
         }
 
         static func outputNames(_ kind: Kind) -> [String] {
-            if case .convolverBank = kind { return (1...8).map { "Out \($0)" } }
-            return ["Out"]
+            switch kind {
+            case .convolverBank, .equalizer: return (1...8).map { "Out \($0)" }
+            default: return ["Out"]
+            }
         }
     }
 

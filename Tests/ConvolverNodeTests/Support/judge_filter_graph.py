@@ -7,7 +7,8 @@ Independent of the node's compiler: this script reads the config file with its o
 and runs the graph on the recorded input signal node by node in the time domain (copy, mixer
 gains, delay by truncated seconds × rate, linear/invert, convolver and convolver2 by scipy's
 convolution of the IR file's channel, the biquads by scipy's lfilter with biquad.c's coefficients
-for the version: 0.3.x's or 1.x's), instance by instance as filter-chain replicates the graph
+for the version: 0.3.x's or 1.x's; param_eq's bands from its filters arrays and EqualizerAPO files,
+with 1.x's), instance by instance as filter-chain replicates the graph
 over the streams' channels, in double precision. The node instead folds the graph into one matrix
 of impulse responses before it runs.
 
@@ -15,7 +16,7 @@ Spec (JSON, argv[1]): config (the filter-chain config file; its first module's a
 record, float32 frames: inputs then outputs), rate, pipewire (the version filter-chain's rules
 are those of), and optionally `mutate`: a deliberate mistake
 in this evaluation ("link": the first link left out; "gain": the first mixer's first gain 10 % off;
-"delay": the first output one sample late; "biquad": the first biquad's Freq 10 % off). A mutated evaluation must not match a correct node (negative test).
+"delay": the first output one sample late; "biquad": the first biquad's Freq, if not 0, 10 % off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
 """
@@ -167,6 +168,50 @@ def biquad(shape, freq, q, gain, rate, one_dot_x):
     return b, a
 
 
+def equalizer_bands(config):
+    """param_eq's bands per channel (8), as plugin_builtin.c reads them: (shape, freq, q, gain)."""
+    bands = [[None] * 64 for _ in range(8)]
+    used = 0
+    for key, value in config.items():
+        if key.startswith("filename"):
+            suffix, found = key[8:], []
+            lines = open(value).read().splitlines()
+            first = lines[0].split() if lines else []
+            if len(first) >= 2:
+                try:
+                    found.append(("highshelf", 0.0, 1.0, float(first[1][:6])))
+                except ValueError:
+                    pass
+            pattern = re.compile(r"\S+\s+[+-]?\d+:\s*(\S{1,3})\s*(\S{1,3})\s*\S+\s*(\S{1,8})\s*\S+\s*\S+\s*(\S{1,6})\s*\S+\s*\S\s*(\S{1,6})")
+            for line in lines[1:]:
+                match = pattern.match(line.strip())
+                if not match or match.group(1) != "ON" or match.group(2) not in ("PK", "LSC", "HSC"):
+                    continue
+                shape = {"PK": "peaking", "LSC": "lowshelf", "HSC": "highshelf"}[match.group(2)]
+                try:
+                    found.append((shape, float(match.group(3)), float(match.group(5)), float(match.group(4))))
+                except ValueError:
+                    pass
+        elif key.startswith("filters"):
+            suffix, found = key[7:], []
+            for band in value:
+                shape = band.get("type", "")
+                shape = shape[3:] if shape.startswith("bq_") and shape[3:] in (
+                    "lowpass", "highpass", "bandpass", "lowshelf", "highshelf", "peaking", "notch", "allpass") else None
+                found.append(None if shape is None else (
+                    shape, number(band.get("freq")), number(band.get("q"), 1.0), number(band.get("gain"))))
+        else:
+            continue
+        index = int(suffix) if suffix.isdigit() else 0
+        channel = 0 if index == 0 else min(max(index, 1), 8) - 1
+        bands[channel][:len(found)] = found
+        used = max(used, len(found))
+        if index == 0:
+            for other in range(1, 8):
+                bands[other] = list(bands[0])
+    return [[band for band in channel[:used] if band is not None] for channel in bands]
+
+
 def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
     nodes = graph["nodes"]
     names = [node["name"] for node in nodes]
@@ -177,12 +222,12 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
         return (node, name) if node in names else (default, port)
 
     def inputs_of(node):
-        return [f"In {i}" for i in range(1, 9)] if node["label"] == "mixer" else ["In"]
+        return [f"In {i}" for i in range(1, 9)] if node["label"] in ("mixer", "param_eq") else ["In"]
 
     def port_name(node_name, name, input_side):
         node = nodes[names.index(node_name)]
         ports = inputs_of(node) if input_side else (
-            [f"Out {i}" for i in range(1, 9)] if node["label"] == "convolver2" else ["Out"])
+            [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq") else ["Out"])
         return ports[int(name)] if name.isdigit() else name
 
     if mutate == "link" and links:
@@ -239,6 +284,15 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
                     taps = impulse(ir, instance, rate, one_dot_x)
                     out = "Out" if label == "convolver" else f"Out {index + 1}"
                     produced[(name, out)] = fftconvolve(input_signal(name, "In"), taps)[:frames]
+            elif label == "param_eq":
+                for channel, bands in enumerate(equalizer_bands(config)):
+                    out = input_signal(name, f"In {channel + 1}")
+                    for shape, freq, q, gain in bands:
+                        if mutated["biquad"] and freq > 0:
+                            freq, mutated["biquad"] = freq * 1.1, False
+                        b, a = biquad(shape, freq, q, gain, rate, True)
+                        out = lfilter(b, a, out)
+                    produced[(name, f"Out {channel + 1}")] = out
             elif label.startswith("bq_") and label != "bq_raw":
                 freq = number(control.get("Freq"))
                 if mutated["biquad"]:
