@@ -180,8 +180,18 @@ final class BadInputTests: XCTestCase {
             graphRow("sqrt", "{ type = builtin label = sqrt name = s }", ["node 's'", "sqrt"]),
             graphRow("ebur128", "{ type = builtin label = ebur128 name = meter }", ["node 'meter'", "ebur128"]),
             graphRow(
-                "a raw biquad (not compiled yet)", "{ type = builtin label = bq_raw name = raw }",
-                ["node 'raw'", "bq_raw", "does not compile yet"]),
+                "a raw biquad without coefficients", "{ type = builtin label = bq_raw name = raw }",
+                ["node 'raw' config", "bq_raw needs config = { coefficients"]),
+            graphRow(
+                "a raw biquad with its pole on the unit circle",
+                "{ type = builtin label = bq_raw name = raw config = { coefficients = [ { rate = 48000 b0 = 1 a1 = -1 } ] } }",
+                ["node 'raw'", "b0 b1 b2 a0 a1 a2 = 1.0 0.0 0.0 1.0 -1.0 0.0", "on or outside the unit circle"]),
+            graphRow(
+                "a dcblock with R = 1 (a pole on the unit circle)", "{ type = builtin label = dcblock name = dc control = { R = 1 } }",
+                inputs: "\"dc:In 1\"", outputs: "\"dc:Out 1\"", ["node 'dc'", "on or outside the unit circle"]),
+            graphRow(
+                "a SOFA spatializer (not compiled yet)", "{ type = sofa label = spatializer name = sp }",
+                ["node 'sp'", "'sofa' node", "keep this graph on filter-chain"]),
             graphRow(
                 "a biquad Q out of range", "{ type = builtin label = bq_peaking name = eq control = { Freq = 1000 Q = 20 } }",
                 ["node 'eq'", "control \"Q\"", "outside 0.0...10.0"]),

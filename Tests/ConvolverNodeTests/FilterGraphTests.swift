@@ -314,6 +314,15 @@ final class FilterGraphTests: XCTestCase {
             alongside: PipeWireInstallation.isOneDotX ? try alongside : false, agreementDB: Self.biquadAgreementDB)
     }
 
+    /// A dcblock and bq_raw nodes with coefficients by rate; filter-chain has both from 1.4 on (on
+    /// 0.3.65 ours runs alone).
+    func testRawBiquadAndDCBlock() throws {
+        try runConfig(
+            "raw-biquad-dcblock.conf", input: "effect_input.raw-biquad-dcblock", output: "effect_output.raw-biquad-dcblock",
+            positions: ["FL", "FR"], outputs: 2, alongside: PipeWireInstallation.isOneDotX ? try alongside : false,
+            agreementDB: Self.biquadAgreementDB)
+    }
+
     /// PipeWire master's HeSuVi in `convolver2` form (no released filter-chain has convolver2 yet:
     /// judged against the graph's own evaluation only).
     func testHeSuViConvolver2() throws {

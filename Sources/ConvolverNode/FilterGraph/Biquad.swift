@@ -7,11 +7,30 @@ import Glibc
 public struct Biquad: Sendable, Equatable {
     public enum Shape: String, Sendable, CaseIterable {
         case lowpass, highpass, bandpass, lowshelf, highshelf, peaking, notch, allpass
+        /// `bq_raw`'s and `dcblock`'s: coefficients given, not designed.
+        case raw
     }
 
     /// Whose formulas: 0.3.x's biquad.c, or 1.x's (the same in 1.4 and 1.6).
     public enum Formulas: Sendable {
         case pipeWire03, pipeWire1
+    }
+
+    /// `bq_raw`'s coefficients for one sample rate.
+    public struct RateSet: Sendable, Equatable {
+        public var rate: Int
+        public var given: [Double]
+
+        /// bq_instantiate's choice: the first set nearer to `sampleRate` than any before it, starting
+        /// from rate 0 (a set no nearer than that is never chosen, and then every coefficient is 0).
+        static func closest(_ sets: [RateSet], to sampleRate: Int) -> Biquad {
+            var best = 0, chosen = [0.0, 0, 0, 1, 0, 0]
+            for set in sets where abs(set.rate - sampleRate) < abs(best - sampleRate) {
+                best = set.rate
+                chosen = set.given
+            }
+            return .raw(chosen)
+        }
     }
 
     /// b0, b1, b2, a1, a2 with a0 = 1, as filter-chain runs them.
@@ -24,10 +43,23 @@ public struct Biquad: Sendable, Equatable {
     public var frequency = 0.0
     public var q = 0.0
     public var gain = 0.0
+    /// For `.raw`: b0, b1, b2, a0, a1, a2 as given.
+    public var given: [Double] = []
+
+    /// A biquad with given coefficients (b0, b1, b2, a0, a1, a2).
+    static func raw(_ given: [Double]) -> Biquad { Biquad(shape: .raw, given: given) }
 
     /// The coefficients at `sampleRate`. Inputs go through float, as filter-chain's control ports
     /// and its `freq * 2 / rate` do.
     func coefficients(sampleRate: Int, formulas: Formulas) -> Coefficients {
+        if shape == .raw {
+            // bq_raw_update: in float, times 1/a0 (a0 = 0 leaves every coefficient 0).
+            let value = given.map(Float.init)
+            let inverse: Float = value[3] != 0 ? 1 / value[3] : 0
+            let b0 = value[0] * inverse, b1 = value[1] * inverse, b2 = value[2] * inverse
+            let a1 = value[4] * inverse, a2 = value[5] * inverse
+            return Coefficients(b0: Double(b0), b1: Double(b1), b2: Double(b2), a1: Double(a1), a2: Double(a2))
+        }
         let frequency = Double(Float(self.frequency) * 2 / Float(sampleRate))
         let q = Double(Float(self.q)), gain = Double(Float(self.gain))
         let (b0, b1, b2, a0, a1, a2) = Self.unnormalized(shape, frequency, q, gain, formulas)
@@ -82,6 +114,7 @@ public struct Biquad: Sendable, Equatable {
                     amplitude * (plus + minus * k + k2), -2 * amplitude * (minus + plus * k), amplitude * (plus + minus * k - k2),
                     plus - minus * k + k2, 2 * (minus - plus * k), plus - minus * k - k2
                 )
+        case .raw: return (1, 0, 0, 1, 0, 0)  // not designed: `coefficients` takes `given`
         case .bandpass, .peaking, .notch, .allpass:
             // Frequency is clipped to 0...1 for all but the bandpass, which only refuses negatives.
             let outside = shape == .bandpass ? frequency <= 0 || frequency >= 1 : clipped <= 0 || clipped >= 1
@@ -103,6 +136,14 @@ public struct Biquad: Sendable, Equatable {
             default: return (1 - alpha, -2 * k, 1 + alpha, 1 + alpha, -2 * k, 1 - alpha)
             }
         }
+    }
+}
+
+extension Biquad: CustomStringConvertible {
+    public var description: String {
+        shape == .raw
+            ? "a biquad given as b0 b1 b2 a0 a1 a2 = \(given.map { "\($0)" }.joined(separator: " "))"
+            : "bq_\(shape) (Freq \(frequency) Q \(q) Gain \(gain))"
     }
 }
 

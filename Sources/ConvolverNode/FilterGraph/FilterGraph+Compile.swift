@@ -167,6 +167,9 @@ extension FilterGraph {
                     }
                     outputsOf[nodeIndex][channel] = signal
                 }
+            case .rawBiquad(let sets):
+                outputsOf[nodeIndex][0] = try Self.filtered(
+                    input, through: Biquad.RateSet.closest(sets, to: sampleRate), node: node.name, sampleRate: sampleRate, formulas: biquadFormulas)
             case .biquad(let biquad):
                 outputsOf[nodeIndex][0] = try Self.filtered(input, through: biquad, node: node.name, sampleRate: sampleRate, formulas: biquadFormulas)
             }
@@ -183,7 +186,7 @@ extension FilterGraph {
             .configuration(
                 NodeConfigurationError(
                     key: "filter.graph node '\(node)'",
-                    message: "bq_\(biquad.shape) (Freq \(biquad.frequency) Q \(biquad.q) Gain \(biquad.gain)) at \(sampleRate) Hz "
+                    message: "\(biquad) at \(sampleRate) Hz "
                         + "has the coefficients \(coefficients), which \(why): it has no finite impulse response"))
         }
         guard coefficients.isStable else { throw refused("put a pole on or outside the unit circle") }

@@ -12,7 +12,7 @@ extension FilterGraph {
         "debug": "logs samples", "busy": "burns CPU on purpose", "null": "discards its input",
     ]
     /// Builtins that are linear but compiled by the next step (biquads, EQ, SOFA): refused by name until then.
-    static let notYetCompiled: Set<String> = ["bq_raw", "dcblock", "spatializer"]
+    static let notYetCompiled: Set<String> = ["spatializer"]
     static let keep = "keep this graph on filter-chain"
 
     /// Reads `filter.graph = { nodes = [...] links = [...] inputs = [...] outputs = [...] }`.
@@ -206,6 +206,17 @@ extension FilterGraph {
             kind = .scale(try controlValue("Mult", default: 1, range: -1000...1000))
         case "invert": kind = .scale(-1)
         case "param_eq": kind = .equalizer(try Equalizer.channelBands(config, node: node, warnings: &warnings))
+        case "dcblock":
+            // Out k = In k − its last sample + R · Out k's last (plugin_builtin.c, eight channels).
+            controlPorts = ["R"]
+            let r = Double(Float(try controlValue("R", default: 0.995, range: 0...1)))
+            kind = .equalizer([[Biquad]](repeating: [.raw([1, -1, 0, 1, -r, 0])], count: Equalizer.channels))
+        case "bq_raw":
+            controlPorts = ["Freq", "Q", "Gain", "b0", "b1", "b2", "a0", "a1", "a2"]
+            for port in ["b0", "b1", "b2", "a0", "a1", "a2"] where control.contains(where: { $0.0 == port }) {
+                warnings.append("\(node) control \"\(port)\": a bq_raw starts with its config's coefficients; ignored")
+            }
+            kind = .rawBiquad(try rawCoefficients(config, key: "\(node) config", warnings: &warnings))
         case "convolver":
             kind = .convolver(try impulse(config, defaultChannel: nil, key: "\(node) config", warnings: &warnings, bank: false))
         case "convolver2":
@@ -256,10 +267,42 @@ extension FilterGraph {
         for (port, _) in control where !controlPorts.contains(port) {
             warnings.append("\(node): no control port '\(port)' on a \(label) node; ignored")
         }
-        if !config.isEmpty, ["copy", "mixer", "linear", "invert"].contains(label) || label.hasPrefix("bq_") {
+        if !config.isEmpty, ["copy", "mixer", "linear", "invert", "dcblock"].contains(label) || (label.hasPrefix("bq_") && label != "bq_raw") {
             warnings.append("\(node) config: a \(label) node has no config; ignored")
         }
         return Node(name: name, label: label, kind: kind)
+    }
+
+    /// `bq_raw`'s `coefficients = [ { rate = 48000 b0 = ... a2 = ... } ... ]` (each b0, a0 default 1,
+    /// the others 0), as plugin_builtin.c reads them; the config is required.
+    private static func rawCoefficients(
+        _ config: [(String, SPAJSONValue)], key: String, warnings: inout [String]
+    ) throws(NodeConfigurationError) -> [Biquad.RateSet] {
+        guard !config.isEmpty else {
+            throw NodeConfigurationError(key: key, message: "a bq_raw needs config = { coefficients = [ { rate = ... b0 = ... } ... ] }")
+        }
+        var sets: [Biquad.RateSet] = []
+        for (name, value) in config {
+            guard name == "coefficients" else {
+                warnings.append("unknown key '\(key) \(name)' ignored")
+                continue
+            }
+            for (index, element) in try array(value, "\(key) coefficients").enumerated() {
+                let setKey = "\(key) coefficients[\(index)]"
+                var set = Biquad.RateSet(rate: 0, given: [1, 0, 0, 1, 0, 0])
+                for (field, fieldValue) in try NodeConfiguration.object(element, setKey) {
+                    if field == "rate" {
+                        set.rate = try NodeConfiguration.integer(fieldValue, "\(setKey).rate", 0...768_000)
+                    } else if let position = ["b0", "b1", "b2", "a0", "a1", "a2"].firstIndex(of: field) {
+                        set.given[position] = try NodeConfiguration.number(fieldValue, "\(setKey).\(field)", -1e6...1e6)
+                    } else {
+                        warnings.append("unknown key '\(setKey).\(field)' ignored")
+                    }
+                }
+                sets.append(set)
+            }
+        }
+        return sets
     }
 
     /// One IR's keys: a `convolver`'s config, or one entry of a `convolver2`'s `impulses`.

@@ -42,8 +42,10 @@ public struct FilterGraph: Sendable, Equatable {
         case convolverBank([Impulse])
         /// `bq_lowpass` ... `bq_allpass`: Out = In through the biquad.
         case biquad(Biquad)
-        /// `param_eq`: `Out k` = `In k` through channel k's biquads, in order (eight channels).
+        /// `param_eq` and `dcblock`: `Out k` = `In k` through channel k's biquads, in order (eight channels).
         case equalizer([[Biquad]])
+        /// `bq_raw`: coefficient sets by sample rate; the one closest to the graph's rate is used.
+        case rawBiquad([Biquad.RateSet])
     }
 
     public struct Node: Sendable, Equatable {

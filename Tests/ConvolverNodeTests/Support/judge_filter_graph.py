@@ -16,7 +16,7 @@ Spec (JSON, argv[1]): config (the filter-chain config file; its first module's a
 record, float32 frames: inputs then outputs), rate, pipewire (the version filter-chain's rules
 are those of), and optionally `mutate`: a deliberate mistake
 in this evaluation ("link": the first link left out; "gain": the first mixer's first gain 10 % off;
-"delay": the first output one sample late; "biquad": the first biquad's Freq, if not 0, 10 % off). A mutated evaluation must not match a correct node (negative test).
+"delay": the first output one sample late; "biquad": the first biquad's Freq, if not 0, or a bq_raw's b0, 10 % off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
 """
@@ -222,12 +222,12 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
         return (node, name) if node in names else (default, port)
 
     def inputs_of(node):
-        return [f"In {i}" for i in range(1, 9)] if node["label"] in ("mixer", "param_eq") else ["In"]
+        return [f"In {i}" for i in range(1, 9)] if node["label"] in ("mixer", "param_eq", "dcblock") else ["In"]
 
     def port_name(node_name, name, input_side):
         node = nodes[names.index(node_name)]
         ports = inputs_of(node) if input_side else (
-            [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq") else ["Out"])
+            [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq", "dcblock") else ["Out"])
         return ports[int(name)] if name.isdigit() else name
 
     if mutate == "link" and links:
@@ -293,6 +293,24 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
                         b, a = biquad(shape, freq, q, gain, rate, True)
                         out = lfilter(b, a, out)
                     produced[(name, f"Out {channel + 1}")] = out
+            elif label == "dcblock":
+                r = float(np.float32(number(control.get("R"), 0.995)))
+                for channel in range(8):
+                    produced[(name, f"Out {channel + 1}")] = lfilter([1.0, -1.0], [1.0, -r], input_signal(name, f"In {channel + 1}"))
+            elif label == "bq_raw":
+                best, chosen = 0, [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]
+                for entry in config.get("coefficients", []):
+                    entry_rate = int(number(entry.get("rate")))
+                    if abs(entry_rate - rate) < abs(best - rate):
+                        best = entry_rate
+                        chosen = [number(entry.get(k), 1.0 if k in ("b0", "a0") else 0.0) for k in ("b0", "b1", "b2", "a0", "a1", "a2")]
+                if mutated["biquad"]:
+                    chosen[0], mutated["biquad"] = chosen[0] * 1.1, False
+                values = [np.float32(v) for v in chosen]
+                inverse = np.float32(1) / values[3] if values[3] != 0 else np.float32(0)
+                b = [float(values[i] * inverse) for i in (0, 1, 2)]
+                a = [1.0] + [float(values[i] * inverse) for i in (4, 5)]
+                produced[(name, "Out")] = lfilter(b, a, input_signal(name, "In"))
             elif label.startswith("bq_") and label != "bq_raw":
                 freq = number(control.get("Freq"))
                 if mutated["biquad"]:
