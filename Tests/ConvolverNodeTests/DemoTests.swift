@@ -31,12 +31,7 @@ final class DemoTests: XCTestCase {
     func testDemoIsHeardOnTheDefaultOutputAndLeavesNothingBehind() throws {
         let daemon = try PrivatePipeWire(name: "demo")
         self.daemon = daemon
-        let (created, createOutput) = try daemon.run([
-            "pw-cli", "create-node", "adapter",
-            "{ factory.name = support.null-audio-sink node.name = speakers node.description = Speakers "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true monitor.channel-volumes = true }",
-        ])
-        XCTAssertEqual(created, 0, createOutput)
+        try daemon.createNullSink("speakers", description: "Speakers")
         background.append(try daemon.startWirePlumber())
         XCTAssertTrue(
             waitUntil(timeout: 20) {

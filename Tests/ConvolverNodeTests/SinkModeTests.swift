@@ -145,12 +145,7 @@ final class SinkModeTests: XCTestCase {
         XCTAssertTrue(defaultPlayer.waitForExit(timeout: 20), "pw-play finished; log: \(defaultPlayer.log)")
 
         // target.object (--target): the output stream goes to that sink, not to the default.
-        let (createdOther, createOtherOutput) = try daemon.run([
-            "pw-cli", "create-node", "adapter",
-            "{ factory.name = support.null-audio-sink node.name = othersink node.description = OtherSink "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }",
-        ])
-        XCTAssertEqual(createdOther, 0, createOtherOutput)
+        try daemon.createNullSink("othersink", description: "OtherSink")
         let targeted = try spawn(
             [
                 BuildProducts.directory + "/pw-convolver", "run", "--sink", "--name", "conv-target",
@@ -246,12 +241,7 @@ final class SinkModeTests: XCTestCase {
     /// A null sink `testsink` for the convolved audio to go to (the headless daemon has no
     /// device), then WirePlumber, which makes it the default sink.
     private func startWirePlumberWithTestSink() throws {
-        let (created, createOutput) = try daemon.run([
-            "pw-cli", "create-node", "adapter",
-            "{ factory.name = support.null-audio-sink node.name = testsink node.description = TestSink "
-                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }",
-        ])
-        XCTAssertEqual(created, 0, createOutput)
+        try daemon.createNullSink("testsink", description: "TestSink")
         background.append(try daemon.startWirePlumber())
         try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
             (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true

@@ -220,6 +220,16 @@ final class PrivatePipeWire {
         return environment
     }
 
+    /// A stereo null sink (support.null-audio-sink): a device sink for routing tests, with monitor ports.
+    func createNullSink(_ name: String, description: String) throws {
+        let (status, output) = try run([
+            "pw-cli", "create-node", "adapter",
+            "{ factory.name = support.null-audio-sink node.name = \(name) node.description = \(description) "
+                + "media.class = Audio/Sink audio.position = [ FL FR ] object.linger = true }",
+        ])
+        guard status == 0 else { throw TestFailure("pw-cli create-node (null sink \(name)) failed (\(status)): \(output)") }
+    }
+
     /// Runs a tool to completion (with a timeout) and returns its status and output.
     @discardableResult
     func run(_ arguments: [String], timeout: TimeInterval = 10) throws -> (status: Int32, output: String) {
