@@ -42,7 +42,7 @@ public final class ConvolverNode {
     /// The process latency last reported to the graph (nil: not yet).
     private var publishedLatencyFrames: Int?
     /// Scratch memory for building param pods (main loop only).
-    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 32768, alignment: 8)
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
     /// makes the node rebuild), creates its transport (filter or sink streams) and connects it.
@@ -195,19 +195,13 @@ public final class ConvolverNode {
                 }
                 if request.purpose == .quantum
                     && (request.expectedBlockSize != expectedBlockSize
-                        || request.configuration.filename != configuration.filename
-                        || request.configuration.rateAlternatives != configuration.rateAlternatives
-                        || request.configuration.impulses != configuration.impulses
-                        || request.configuration.sofa != configuration.sofa)
+                        || request.configuration.impulseSource != configuration.impulseSource)
                 {
                     slot.stop()  // the quantum or the IR changed again meanwhile
                     continue
                 }
                 if request.purpose == .impulseResponse {
-                    configuration.filename = request.configuration.filename
-                    configuration.rateAlternatives = request.configuration.rateAlternatives
-                    configuration.impulses = request.configuration.impulses
-                    configuration.sofa = request.configuration.sofa
+                    configuration.impulseSource = request.configuration.impulseSource
                     publishProps()
                     if answersControl { answerControl(buildFailure: nil) }
                 }
@@ -254,7 +248,8 @@ public final class ConvolverNode {
             let pod = PropsParam.build(
                 controls, filename: configuration.filename,
                 sofa: configuration.isSOFA ? configuration.sofa : nil,
-                crossfadeSeconds: configuration.crossfadeSeconds, into: podBuffer)
+                crossfadeSeconds: configuration.crossfadeSeconds, graphControls: configuration.graph?.controlValues ?? [],
+                into: podBuffer)
         else { return }
         transport.updateParam(pod)
     }
@@ -296,7 +291,9 @@ public final class ConvolverNode {
         // requested configuration; installed (and shown in Props) when ready, or logged.
         var next = requestedImpulseConfiguration ?? configuration
         var rebuild = false
-        if let filename = change.filename,
+        if change.filename != nil && next.graph != nil {
+            refusals.append("filename (the node runs a filter.graph: set its controls, \"node:Port\")")
+        } else if let filename = change.filename,
             filename != next.filename || !next.rateAlternatives.isEmpty || !next.impulses.isEmpty
         {
             next.filename = filename
@@ -310,6 +307,17 @@ public final class ConvolverNode {
                 rebuild = true
             } else {
                 refusals.append("\(change.sofa.map { "sofa.\($0.coordinate)" }.joined(separator: ", ")) (the IR is not an HRTF set, .sofa)")
+            }
+        }
+        if !change.graphControls.isEmpty {
+            if let graph = next.graph {
+                let changed = graph.settingControls(change.graphControls, refusals: &refusals)
+                if changed != graph {
+                    next.graph = changed
+                    rebuild = true
+                }
+            } else {
+                refusals += change.graphControls.map { "unknown key '\($0.name)' (the live keys: \(PropsParam.liveKeys.joined(separator: ", ")))" }
             }
         }
         if rebuild {

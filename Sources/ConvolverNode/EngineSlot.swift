@@ -164,29 +164,48 @@ enum EngineFactory {
 
     /// filter-chain's graph compiled into one matrix. Each IR file is loaded once per set of
     /// options, with all its channels; a convolver takes its `channel` (default: its instance's
-    /// index) modulo the file's channels, as filter-chain does.
+    /// index) modulo the file's channels, as filter-chain does. A spatializer's HRTF set is read
+    /// as filter-chain's reads it (libmysofa's `mysofa_open` at the graph's rate), once per file.
     static func graphMatrix(
         _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         var loaded: [String: ImpulseResponse] = [:]
+        var sets: [String: HRTFSet] = [:]
         return try graph.matrix(
             inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
             biquadFormulas: PipeWireVersion.runningIsOneDotX ? .pipeWire1 : .pipeWire03
-        ) { node, impulse, instance throws(ConvolverNodeError) in
-            let spec = ImpulseResponse.closestInRate(
-                impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
-            let options = try impulse.loadOptions(
-                sampleRate: sampleRate, delaysThroughSeconds: PipeWireVersion.runningIsOneDotX,
-                preRinging: configuration.resamplePreRinging)
-            let cacheKey = "\(spec) \(options)"
-            let response: ImpulseResponse
-            if let cached = loaded[cacheKey] {
-                response = cached
-            } else {
-                response = try load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
-                loaded[cacheKey] = response
+        ) { node, request throws(ConvolverNodeError) in
+            switch request {
+            case .impulse(let impulse, let instance):
+                let spec = ImpulseResponse.closestInRate(
+                    impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
+                let options = try impulse.loadOptions(
+                    sampleRate: sampleRate, delaysThroughSeconds: PipeWireVersion.runningIsOneDotX,
+                    preRinging: configuration.resamplePreRinging)
+                let cacheKey = "\(spec) \(options)"
+                let response: ImpulseResponse
+                if let cached = loaded[cacheKey] {
+                    response = cached
+                } else {
+                    response = try load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
+                    loaded[cacheKey] = response
+                }
+                return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
+            case .ear(let spatializer, let right):
+                let set: HRTFSet
+                if let cached = sets[spatializer.filename] {
+                    set = cached
+                } else {
+                    do {
+                        set = try HRTFSet(path: spatializer.filename, normalizedAt: Double(sampleRate))
+                    } catch {
+                        throw .impulseResponse(key: "filter.graph node '\(node)' filename", message: "\(error)", errno: EINVAL)
+                    }
+                    sets[spatializer.filename] = set
+                }
+                let ears = set.filters(for: spatializer.direction)
+                return (right ? ears.right : ears.left).map(Double.init)
             }
-            return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
         }
     }
 

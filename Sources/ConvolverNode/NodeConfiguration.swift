@@ -70,6 +70,24 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// turn of the whole scene (several inputs, each at its speaker's direction: `SpeakerDirections`).
     /// `sofa = { azimuth elevation radius }`, live as Props `sofa.azimuth` … .
     public var sofa = SourceDirection()
+    /// Where the IRs come from: what a live change (Props) replaces, the rest staying as it is.
+    public struct ImpulseSource: Equatable {
+        var filename: String?
+        var rateAlternatives: [String]
+        var impulses: [Impulse]
+        var sofa: SourceDirection
+        var graph: FilterGraph?
+    }
+
+    public var impulseSource: ImpulseSource {
+        get { ImpulseSource(filename: filename, rateAlternatives: rateAlternatives, impulses: impulses, sofa: sofa, graph: graph) }
+        set {
+            (filename, rateAlternatives, impulses, sofa, graph) = (
+                newValue.filename, newValue.rateAlternatives, newValue.impulses, newValue.sofa, newValue.graph
+            )
+        }
+    }
+
     /// Whether `filename` is an HRTF set: every input then goes to two ears through its filters.
     public var isSOFA: Bool { impulses.isEmpty && filename.map(HRTFSet.isSOFA) == true }
     /// Helper threads: `auto` (online cores − 1, at least 1), `levels` (one per level) or a count.

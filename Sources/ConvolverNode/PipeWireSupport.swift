@@ -52,6 +52,12 @@ enum PipeWireVersion {
     static let running = String(cString: pw_get_library_version())
     /// Where filter-chain 1.x reads a config differently from 0.3.x, the graph compiler follows the running one.
     static var runningIsOneDotX: Bool { !running.hasPrefix("0.") }
+
+    /// Whether the running libpipewire is `major.minor` or newer.
+    static func runningIsAtLeast(_ major: Int, _ minor: Int) -> Bool {
+        let parts = running.split(separator: ".").map { Int($0) ?? 0 }
+        return (parts.first ?? 0, parts.dropFirst().first ?? 0) >= (major, minor)
+    }
 }
 
 /// Builds a `pw_properties` from Swift pairs. The caller owns the result (`pw_properties_free`, or
@@ -92,6 +98,8 @@ struct PropsChange {
     var sofa: [(coordinate: String, value: Double)] = []
     /// Crossfade time for the next swaps, seconds.
     var crossfade: Double?
+    /// The other keys: a filter graph's controls ("node:Port"), if the node runs one.
+    var graphControls: [FilterGraph.ControlChange] = []
     /// What was refused, one message per key ("mix = 3.0 (expects 0...1)"), for the node's answer.
     var rejected: [String] = []
 
@@ -122,7 +130,7 @@ enum PropsParam {
     /// The node's controls as its Props object, built into `buffer`; returns the pod inside it.
     static func build(
         _ controls: LiveControls, filename: String?, sofa: SourceDirection?, crossfadeSeconds: Double,
-        into buffer: UnsafeMutableRawBufferPointer
+        graphControls: [(name: String, value: Double)], into buffer: UnsafeMutableRawBufferPointer
     ) -> UnsafeMutablePointer<spa_pod>? {
         var params: [(String, ControlValue)] = [
             ("gain", .number(controls.gain)), ("mix", .number(controls.mix)), ("bypass", .flag(controls.bypass)),
@@ -133,6 +141,7 @@ enum PropsParam {
             params += [("sofa.azimuth", .number(sofa.azimuth)), ("sofa.elevation", .number(sofa.elevation))]
             if let radius = sofa.radius { params.append(("sofa.radius", .number(radius))) }
         }
+        params += graphControls.map { ($0.name, ControlValue.number($0.value)) }
         return build(params, into: buffer)
     }
 
@@ -205,7 +214,7 @@ enum PropsParam {
                     change.rejected.append("unknown key '\(key)' (the HRTF keys: sofa.azimuth, sofa.elevation, sofa.radius)")
                 }
             default:
-                change.rejected.append("unknown key '\(key)' (the live keys: \(liveKeys.joined(separator: ", ")))")
+                change.graphControls.append(FilterGraph.ControlChange(name: key, value: number(value), written: text(value)))
             }
         }
         return change

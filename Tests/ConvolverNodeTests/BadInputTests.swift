@@ -190,8 +190,18 @@ final class BadInputTests: XCTestCase {
                 "a dcblock with R = 1 (a pole on the unit circle)", "{ type = builtin label = dcblock name = dc control = { R = 1 } }",
                 inputs: "\"dc:In 1\"", outputs: "\"dc:Out 1\"", ["node 'dc'", "on or outside the unit circle"]),
             graphRow(
-                "a SOFA spatializer (not compiled yet)", "{ type = sofa label = spatializer name = sp }",
-                ["node 'sp'", "'sofa' node", "keep this graph on filter-chain"]),
+                "a spatializer without a file", "{ type = sofa label = spatializer name = sp }",
+                ["node 'sp' config filename", "needs the filename of a SOFA file"]),
+            graphRow(
+                "a spatializer's missing file", "{ type = sofa label = spatializer name = sp config = { filename = \"$DIR/missing.sofa\" } }",
+                extra: "capture.props = { audio.position = [ FC ] }", live: .moduleLoad, ["node 'sp'", "missing.sofa", "does not exist"]),
+            graphRow(
+                "a spatializer azimuth of NaN",
+                "{ type = sofa label = spatializer name = sp config = { filename = \"$DIR/x.sofa\" } control = { Azimuth = nan } }",
+                ["node 'sp'", "Azimuth", "not a finite number"]),
+            graphRow(
+                "a sofa node that is not a spatializer", "{ type = sofa label = binaural name = b }",
+                ["node 'b'", "'sofa' node", "keep this graph on filter-chain"]),
             graphRow(
                 "a biquad Q out of range", "{ type = builtin label = bq_peaking name = eq control = { Freq = 1000 Q = 20 } }",
                 ["node 'eq'", "control \"Q\"", "outside 0.0...10.0"]),

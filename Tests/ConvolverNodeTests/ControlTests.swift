@@ -232,6 +232,43 @@ final class ControlTests: XCTestCase {
         try daemon.run([BuildProducts.directory + "/pw-convolver"] + arguments, timeout: timeout)
     }
 
+    /// A filter graph's controls by name ("node:Port", as filter-chain's Props name them): a good
+    /// value is applied once the graph is compiled again; an unknown node or port, a value out of
+    /// range or NaN, and values the compiler refuses (a biquad that rings for minutes) are each
+    /// answered with their names, and the running graph is kept.
+    func testGraphControlsByNameAreRefusedWithTheirNames() throws {
+        let graph =
+            "filter.graph = { nodes = [ "
+            + "{ type = builtin label = bq_peaking name = eq control = { Freq = 1000 Q = 1 Gain = 3 } } "
+            + "{ type = builtin label = mixer name = mix } ] links = [ { output = \"eq:Out\" input = \"mix:In 1\" } ] }"
+        let client = try ModuleClient.start(daemon, name: "conv-graph", arguments: "node.name = conv-graph audio.channels = 2 \(graph)")
+        defer { client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-graph", count: 2, timeout: 30)  // a graph without media.class: two streams
+        let id = try XCTUnwrap(try daemon.nodeProperties("conv-graph")).id
+        XCTAssertEqual(try readProps(id)["eq:Freq"], "1000.000000", "Props list the graph's controls")
+        XCTAssertEqual(try readProps(id)["mix:Gain 1"], "1.000000")
+
+        var (status, output) = try pwConvolver(["set", "conv-graph", "mix:Gain 1=0.5", "eq:Gain=-4"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertEqual(try readProps(id)["mix:Gain 1"], "0.500000")
+        XCTAssertEqual(try readProps(id)["eq:Gain"], "-4.000000")
+
+        (status, output) = try pwConvolver(["set", "conv-graph", "eq:Q=50", "nobody:Gain=1", "mix:Frequency=1", "eq:Freq=nan"])
+        XCTAssertEqual(status, 1, output)
+        for message in [
+            "eq:Q: 50.0 is outside 0.0...10.0", "unknown control 'nobody:Gain': no node is named 'nobody' (the nodes: 'eq', 'mix')",
+            "unknown control 'mix:Frequency': node 'mix' (mixer) has the controls 'Gain 1'", "eq:Freq = \"nan\" (expects a finite number)",
+        ] {
+            XCTAssertTrue(output.contains(message), "\(message) in: \(output)")
+        }
+        (status, output) = try pwConvolver(["set", "conv-graph", "eq:Freq=0.2", "eq:Q=10", "eq:Gain=6"])
+        XCTAssertEqual(status, 1, output)
+        XCTAssertTrue(output.contains("no finite impulse response"), output)
+        XCTAssertEqual(try readProps(id)["eq:Freq"], "1000.000000", "the running graph is kept")
+        XCTAssertEqual(try readProps(id)["eq:Gain"], "-4.000000")
+        XCTAssertTrue(client.isRunning)
+    }
+
     /// `pw-convolver set` by node name: good values are applied and echoed (exit 0); a refused one
     /// exits 1 with the node's own message, the others applied; an IR that cannot be read is
     /// answered once its build failed. The node publishes each answer (pw-dump shows it), and

@@ -75,6 +75,45 @@ final class NodeConfigurationTests: XCTestCase {
         }
     }
 
+    /// A graph's controls as filter-chain names them in Props ("node:Port", a bare "Port" being the
+    /// first node's), with their values; a change is read again with the node's own rules.
+    func testGraphControlsAreNamedAndSetAsFilterChainDoes() throws {
+        let (configuration, _) = try NodeConfiguration.parse(
+            arguments: """
+                filter.graph = { nodes = [
+                    { type = builtin label = bq_peaking name = eq control = { Freq = 1000 Gain = 3 } }
+                    { type = sofa label = spatializer name = sp config = { filename = "/x.sofa" } control = { Radius = 3 } }
+                    { type = builtin label = linear name = scale }
+                ] links = [ { output = "eq:Out" input = "sp:In" } { output = "sp:Out L" input = "scale:In" } ]
+                outputs = [ "scale:Out" "sp:Out R" ] }
+                """)
+        let graph = try XCTUnwrap(configuration.graph)
+        XCTAssertEqual(
+            graph.controlValues.map { "\($0.name)=\($0.value)" },
+            [
+                "eq:Freq=1000.0", "eq:Q=0.0", "eq:Gain=3.0", "sp:Azimuth=0.0", "sp:Elevation=0.0", "sp:Radius=3.0", "scale:Mult=1.0",
+                "scale:Add=0.0",
+            ])
+        var refusals: [String] = []
+        let changed = graph.settingControls(
+            [
+                .init(name: "Gain", value: -2, written: "-2"), .init(name: "sp:Azimuth", value: 90, written: "90"),
+                .init(name: "sp:Azimuth", value: 400, written: "400"), .init(name: "scale:Add", value: 1, written: "1"),
+                .init(name: "scale:Mult", value: nil, written: "\"loud\""),
+            ], refusals: &refusals)
+        XCTAssertEqual(changed.nodes[0].controls.map(\.value), [1000, 0, -2], "a bare port is the first node's")
+        guard case .spatializer(let spatializer) = changed.nodes[1].kind else { return XCTFail("\(changed.nodes[1].kind)") }
+        XCTAssertEqual(spatializer.direction, SourceDirection(azimuth: 90, elevation: 0, radius: 3))
+        XCTAssertEqual(changed.nodes[2], graph.nodes[2], "refused changes leave the node as it was")
+        XCTAssertEqual(
+            refusals,
+            [
+                "sp:Azimuth: 400.0 is outside 0.0...360.0",
+                "scale:Add: node 'scale' (builtin linear) adds a constant (1.0): only linear builtin nodes compile into a convolution; keep this graph on filter-chain",
+                "scale:Mult = \"loud\" (expects a finite number)",
+            ])
+    }
+
     func testDefaultsAndEveryKey() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
             arguments: """

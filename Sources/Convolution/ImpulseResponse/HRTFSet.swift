@@ -24,7 +24,7 @@ public struct SourceDirection: Equatable, Sendable {
 }
 
 /// A set of head-related impulse responses from a SOFA file (AES69, SimpleFreeFieldHRIR), read by
-/// libmysofa at the file's own rate: the caller resamples like any IR. The C calls to libmysofa
+/// libmysofa at the file's own rate (the caller resamples like any IR), or as `mysofa_open` reads it. The C calls to libmysofa
 /// live here. Filters for directions between measurements are libmysofa's interpolation of the
 /// neighbouring measurements (its `mysofa_interpolate`, as `mysofa_getfilter_float` does, without
 /// the loudness normalisation of `mysofa_open`).
@@ -47,7 +47,10 @@ public final class HRTFSet {
         spec.lowercased().hasSuffix(".sofa")
     }
 
-    public init(path: String) throws(ImpulseResponseError) {
+    /// With `normalizedAt`, the set is read as libmysofa's `mysofa_open` reads it (and so
+    /// filter-chain's spatializer): resampled to that rate by libmysofa, then loudness-normalized
+    /// (every filter scaled so that the frontal one has libmysofa's reference loudness).
+    public init(path: String, normalizedAt targetRate: Double? = nil) throws(ImpulseResponseError) {
         self.path = path
         guard access(path, F_OK) == 0 else { throw .fileNotFound(path: path) }
         guard access(path, R_OK) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
@@ -60,9 +63,9 @@ public final class HRTFSet {
             mysofa_free(hrtf)
             throw .notSOFA(path: path, reason: Self.describe(error))
         }
-        let m = Int(hrtf.pointee.M), n = Int(hrtf.pointee.N), r = Int(hrtf.pointee.R), c = Int(hrtf.pointee.C)
-        guard r == 2, m > 0, n > 0, c == 3, hrtf.pointee.DataSamplingRate.elements == 1,
-            Int(hrtf.pointee.DataIR.elements) == m * r * n, Int(hrtf.pointee.SourcePosition.elements) == m * c
+        let m = Int(hrtf.pointee.M), r = Int(hrtf.pointee.R), c = Int(hrtf.pointee.C)
+        guard r == 2, m > 0, hrtf.pointee.N > 0, c == 3, hrtf.pointee.DataSamplingRate.elements == 1,
+            Int(hrtf.pointee.DataIR.elements) == m * r * Int(hrtf.pointee.N), Int(hrtf.pointee.SourcePosition.elements) == m * c
         else {
             mysofa_free(hrtf)
             throw .notSOFA(
@@ -70,11 +73,19 @@ public final class HRTFSet {
                 reason: "expected 2 receivers (ears) and one sample rate, found \(r) receivers, "
                     + "\(hrtf.pointee.DataSamplingRate.elements) rates")
         }
-        let rate = Double(hrtf.pointee.DataSamplingRate.values[0])
-        guard ImpulseResponse.sourceRateRange.contains(rate) else {
+        guard ImpulseResponse.sourceRateRange.contains(Double(hrtf.pointee.DataSamplingRate.values[0])) else {
             mysofa_free(hrtf)
-            throw .notSOFA(path: path, reason: "its sample rate \(rate) Hz is outside the rates accepted")
+            throw .notSOFA(path: path, reason: "its sample rate \(hrtf.pointee.DataSamplingRate.values[0]) Hz is outside the rates accepted")
         }
+        if let targetRate {
+            error = mysofa_resample(hrtf, Float(targetRate))
+            guard Int(error) == MYSOFA_OK else {
+                mysofa_free(hrtf)
+                throw .notSOFA(path: path, reason: "libmysofa cannot resample it to \(targetRate) Hz: \(Self.describe(error))")
+            }
+            _ = mysofa_loudness(hrtf)
+        }
+        let n = Int(hrtf.pointee.N), rate = Double(hrtf.pointee.DataSamplingRate.values[0])
         // The grid in spherical coordinates (as the file usually stores it), then cartesian for the lookup.
         mysofa_tospherical(hrtf)
         let positions = UnsafeBufferPointer(start: hrtf.pointee.SourcePosition.values, count: m * c)

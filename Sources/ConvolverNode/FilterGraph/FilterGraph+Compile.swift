@@ -79,6 +79,13 @@ extension FilterGraph.Impulse {
 /// A port's signal as its response to each graph input (by input index); absent inputs do not reach it.
 typealias PortResponse = [Int: DelayedTaps]
 
+/// What a node reads from a file: a convolver's IR for one instance (`instance` is its default
+/// file channel), or one ear's filter from a spatializer's HRTF set; at the graph's rate.
+enum FileRequest {
+    case impulse(FilterGraph.Impulse, instance: Int)
+    case ear(FilterGraph.Spatializer, right: Bool)
+}
+
 extension FilterGraph {
     /// The nodes in an order in which each runs after every node linked into it (filter-chain's
     /// order); a cycle is refused with the names of the nodes on it.
@@ -117,11 +124,11 @@ extension FilterGraph {
         return max(instances, 1)  // fewer channels than inputs: one instance, some ports unconnected (filter-chain warns)
     }
 
-    /// Each graph output's response to each graph input, for one instance (`instance` is a
-    /// convolver's default file channel). `impulse(node, ir, instance)` loads one IR at the graph's rate.
+    /// Each graph output's response to each graph input, for one instance; `read(node, request)`
+    /// loads what a node takes from a file.
     func outputResponses(
         instance: Int, sampleRate: Int, biquadFormulas: Biquad.Formulas,
-        impulse: (_ node: String, Impulse, _ instance: Int) throws(ConvolverNodeError) -> [Double]
+        read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> [PortResponse?] {
         var outputsOf: [[PortResponse]] = nodes.map { [PortResponse](repeating: [:], count: $0.outputNames.count) }
         func signal(at port: Port) -> PortResponse {
@@ -151,12 +158,17 @@ extension FilterGraph {
                 }
                 outputsOf[nodeIndex][0] = sum
             case .convolver(let ir):
-                let samples = try impulse(node.name, ir, instance)
+                let samples = try read(node.name, .impulse(ir, instance: instance))
                 outputsOf[nodeIndex][0] = input.mapValues { $0.convolved(with: samples) }
             case .convolverBank(let irs):
                 for (index, ir) in irs.enumerated() {
-                    let samples = try impulse(node.name, ir, instance)
+                    let samples = try read(node.name, .impulse(ir, instance: instance))
                     outputsOf[nodeIndex][index] = input.mapValues { $0.convolved(with: samples) }
+                }
+            case .spatializer(let spatializer):
+                for (index, right) in [false, true].enumerated() {
+                    let samples = try read(node.name, .ear(spatializer, right: right))
+                    outputsOf[nodeIndex][index] = input.mapValues { $0.convolved(with: samples).scaled(by: spatializer.gain) }
                 }
             case .equalizer(let channels):
                 // param_eq exists from 1.4 on: its bands follow 1.x's formulas on any version.
@@ -204,7 +216,7 @@ extension FilterGraph {
     /// input k mod (graph inputs) of copy k / (graph inputs), as filter-chain wires its instances.
     func matrix(
         inputChannels: Int, outputChannels: Int, sampleRate: Int, biquadFormulas: Biquad.Formulas,
-        impulse: (_ node: String, Impulse, _ instance: Int) throws(ConvolverNodeError) -> [Double]
+        read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         let instances: Int
         do { instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels) } catch {
@@ -213,7 +225,7 @@ extension FilterGraph {
         var entries: [ConvolutionMatrix.Entry] = []
         for instance in 0..<instances {
             let responses = try outputResponses(
-                instance: instance, sampleRate: sampleRate, biquadFormulas: biquadFormulas, impulse: impulse)
+                instance: instance, sampleRate: sampleRate, biquadFormulas: biquadFormulas, read: read)
             for (output, response) in responses.enumerated() {
                 let outputChannel = instance * outputs.count + output
                 guard let response, outputChannel < outputChannels else { continue }
@@ -230,12 +242,13 @@ extension FilterGraph {
         return ConvolutionMatrix(inputCount: inputChannels, outputCount: outputChannels, entries: entries)
     }
 
-    /// The latency the graph's convolvers declare (1.6's `latency`), in frames: the largest.
+    /// The latency the graph's convolvers and spatializers declare (1.6's `latency`), in frames: the largest.
     func declaredLatencyFrames(sampleRate: Int) -> Int? {
         let seconds = nodes.flatMap { node -> [Double] in
             switch node.kind {
             case .convolver(let ir): return ir.latencySeconds.map { [$0] } ?? []
             case .convolverBank(let irs): return irs.compactMap(\.latencySeconds)
+            case .spatializer(let spatializer): return spatializer.latencySeconds.map { [$0] } ?? []
             default: return []
             }
         }

@@ -1,6 +1,7 @@
 // `filter.graph` read as filter-chain reads it: the same keys, port names, defaults and refusals
 // (module-filter-chain.c of 0.3.65, filter-graph.c and plugin_builtin.c of 1.4 and 1.6); each error
 // names the node, its key or port.
+import Convolution
 
 extension FilterGraph {
     /// The builtins that are not linear and time-invariant, and why (for the refusal).
@@ -11,8 +12,6 @@ extension FilterGraph {
         "lufs2gain": "changes its gain over time", "noisegate": "changes its gain over time", "zeroramp": "changes its gain over time",
         "debug": "logs samples", "busy": "burns CPU on purpose", "null": "discards its input",
     ]
-    /// Builtins that are linear but compiled by the next step (biquads, EQ, SOFA): refused by name until then.
-    static let notYetCompiled: Set<String> = ["spatializer"]
     static let keep = "keep this graph on filter-chain"
 
     /// Reads `filter.graph = { nodes = [...] links = [...] inputs = [...] outputs = [...] }`.
@@ -148,7 +147,7 @@ extension FilterGraph {
             }
         }
         let what = "node '\(name)'"
-        guard type == "builtin" else {
+        guard type == "builtin" || (type == "sofa" && label == "spatializer") else {
             let kind =
                 type.isEmpty ? "a node without a type" : type == "ladspa" || type == "lv2" ? "a \(type.uppercased()) plugin" : "a '\(type)' node"
             throw NodeConfigurationError(
@@ -157,15 +156,21 @@ extension FilterGraph {
                     + "compile into a convolution; \(keep)")
         }
         let node = "filter.graph node '\(name)'"
+        var controls: [Control] = []
         func controlValue(_ port: String, default value: Double, range: ClosedRange<Double>) throws(NodeConfigurationError) -> Double {
-            guard let given = control.last(where: { $0.0 == port })?.1 else { return value }
-            guard let number = given.number, number.isFinite else {
-                throw NodeConfigurationError(key: "\(node) control \"\(port)\"", message: "'\(given.text ?? given.json)' is not a finite number")
+            var number = value
+            if let written = control.last(where: { $0.0 == port })?.1 {
+                guard let given = written.number, given.isFinite else {
+                    throw NodeConfigurationError(
+                        key: "\(node) control \"\(port)\"", message: "'\(written.text ?? written.json)' is not a finite number")
+                }
+                guard range.contains(given) else {
+                    throw NodeConfigurationError(
+                        key: "\(node) control \"\(port)\"", message: "\(given) is outside \(range.lowerBound)...\(range.upperBound)")
+                }
+                number = given
             }
-            guard range.contains(number) else {
-                throw NodeConfigurationError(
-                    key: "\(node) control \"\(port)\"", message: "\(number) is outside \(range.lowerBound)...\(range.upperBound)")
-            }
+            controls.append(Control(port: port, value: number))
             return number
         }
         let kind: Kind
@@ -217,6 +222,33 @@ extension FilterGraph {
                 warnings.append("\(node) control \"\(port)\": a bq_raw starts with its config's coefficients; ignored")
             }
             kind = .rawBiquad(try rawCoefficients(config, key: "\(node) config", warnings: &warnings))
+        case "spatializer" where type == "sofa":
+            // The sofa plugin's (1.4 and later): its filename, 1.6's gain and latency; its filters
+            // are taken as its mysofa_open reads the set (resampled, loudness-normalized).
+            controlPorts = ["Azimuth", "Elevation", "Radius"]
+            var filename: String?, gain = 1.0, latency: Double?
+            for (configKey, configValue) in config {
+                let valueKey = "\(node) config \(configKey)"
+                switch configKey {
+                case "filename": filename = NodeConfiguration.expandingHome(try NodeConfiguration.text(configValue, valueKey))
+                case "gain" where PipeWireVersion.runningIsAtLeast(1, 6):
+                    gain = try NodeConfiguration.gain(configValue, valueKey, -NodeConfiguration.gainLimit...NodeConfiguration.gainLimit)
+                case "gain":
+                    warnings.append("\(valueKey): filter-chain reads it from PipeWire 1.6 on; ignored on \(PipeWireVersion.running), as there")
+                case "latency": latency = try NodeConfiguration.number(configValue, valueKey, 0...3600)
+                case "normalize": _ = try NodeConfiguration.boolean(configValue, valueKey)  // the set is normalized already (mysofa_open)
+                case "blocksize", "tailsize": warnings.append("\(valueKey): partitions are planned by this node; ignored")
+                default: warnings.append("unknown key '\(valueKey)' ignored")
+                }
+            }
+            guard let filename, !filename.isEmpty else {
+                throw NodeConfigurationError(key: "\(node) config filename", message: "a spatializer needs the filename of a SOFA file")
+            }
+            let direction = SourceDirection(
+                azimuth: try controlValue("Azimuth", default: 0, range: 0...360),
+                elevation: try controlValue("Elevation", default: 0, range: -90...90),
+                radius: try controlValue("Radius", default: 1, range: 0...100))
+            kind = .spatializer(Spatializer(filename: filename, direction: direction, gain: gain, latencySeconds: latency))
         case "convolver":
             kind = .convolver(try impulse(config, defaultChannel: nil, key: "\(node) config", warnings: &warnings, bank: false))
         case "convolver2":
@@ -257,10 +289,6 @@ extension FilterGraph {
                     message: "node '\(name)' is the builtin \(label), which \(reason): only linear builtin nodes compile into a "
                         + "convolution; \(keep)")
             }
-            if notYetCompiled.contains(label) {
-                throw NodeConfigurationError(
-                    key: key, message: "node '\(name)' is the builtin \(label), which this version does not compile yet; \(keep)")
-            }
             throw NodeConfigurationError(key: key, message: "node '\(name)' has an unknown builtin label '\(label)'")
         }
         if name.isEmpty { throw NodeConfigurationError(key: key, message: "a \(label) node without a name") }
@@ -270,7 +298,56 @@ extension FilterGraph {
         if !config.isEmpty, ["copy", "mixer", "linear", "invert", "dcblock"].contains(label) || (label.hasPrefix("bq_") && label != "bq_raw") {
             warnings.append("\(node) config: a \(label) node has no config; ignored")
         }
-        return Node(name: name, label: label, kind: kind)
+        controls.sort { controlPorts.firstIndex(of: $0.port) ?? 0 < controlPorts.firstIndex(of: $1.port) ?? 0 }
+        return Node(name: name, label: label, kind: kind, controls: controls, source: value)
+    }
+
+    /// The graph with control values changed, as filter-chain's Props `params` change them:
+    /// "node:Port", or "Port" of the first node. Each changed node is read again from its config
+    /// with the new values, so a value is held to the same ranges and rules as in a config; a
+    /// change that names no control port, or that its node refuses, is refused with its name and
+    /// the others are made.
+    public func settingControls(_ changes: [ControlChange], refusals: inout [String]) -> FilterGraph {
+        var graph = self
+        for change in changes {
+            let name = change.name
+            var index = 0, port = name
+            if let colon = name.firstIndex(of: ":"), let named = graph.nodes.firstIndex(where: { $0.name == name[..<colon] }) {
+                (index, port) = (named, String(name[name.index(after: colon)...]))
+            }
+            let node = graph.nodes[index]
+            if let colon = name.firstIndex(of: ":"), !graph.nodes.contains(where: { $0.name == name[..<colon] }),
+                !node.controls.contains(where: { $0.port == port })
+            {
+                refusals.append(
+                    "unknown control '\(name)': no node is named '\(name[..<colon])' (the nodes: "
+                        + graph.nodes.map { "'\($0.name)'" }.joined(separator: ", ") + ")")
+                continue
+            }
+            guard node.controls.contains(where: { $0.port == port }) else {
+                let ports = node.controls.map { "'\($0.port)'" }.joined(separator: ", ")
+                refusals.append(
+                    "unknown control '\(name)': node '\(node.name)' (\(node.label)) has "
+                        + (ports.isEmpty ? "no controls" : "the controls \(ports)") + " (write \"node:Port\")")
+                continue
+            }
+            guard let value = change.value else {
+                refusals.append("\(name) = \(change.written) (expects a finite number)")
+                continue
+            }
+            var warnings: [String] = []
+            do {
+                graph.nodes[index] = try Self.parseNode(node.source.settingControl(port, to: value), index: index, warnings: &warnings)
+            } catch {
+                refusals.append("\(name): \(error.message)")
+            }
+        }
+        return graph
+    }
+
+    /// Every control of every node, as filter-chain's Props name them.
+    public var controlValues: [(name: String, value: Double)] {
+        nodes.flatMap { node in node.controls.map { ("\(node.name):\($0.port)", $0.value) } }
     }
 
     /// `bq_raw`'s `coefficients = [ { rate = 48000 b0 = ... a2 = ... } ... ]` (each b0, a0 default 1,
@@ -339,5 +416,19 @@ extension FilterGraph {
             throw NodeConfigurationError(key: "\(key).filename", message: "a convolver needs a filename (a path, \"/dirac\" or \"/hilbert\")")
         }
         return impulse
+    }
+}
+
+extension SPAJSONValue {
+    /// A node's object with `port` in its `control` block set to `value` (the last value written wins).
+    fileprivate func settingControl(_ port: String, to value: Double) -> SPAJSONValue {
+        guard case var .object(members) = self else { return self }
+        let member = SPAJSONMember(key: port, value: .word("\(value)"))
+        if let index = members.lastIndex(where: { $0.key == "control" }), case let .object(controls) = members[index].value {
+            members[index].value = .object(controls + [member])
+        } else {
+            members.append(SPAJSONMember(key: "control", value: .object([member])))
+        }
+        return .object(members)
     }
 }

@@ -1,7 +1,8 @@
 // filter-chain's `filter.graph` as its module reads it (module-filter-chain.c, `load_graph`): builtin
-// nodes, links from an output port to an input port, and the ports that are the graph's inputs and
-// outputs. Only linear, time-invariant builtins are kept (`FilterGraph.Kind`); anything else is
+// nodes and the sofa plugin's spatializer, links from an output port to an input port, and the ports
+// that are the graph's inputs and outputs. Only linear, time-invariant builtins are kept (`FilterGraph.Kind`); anything else is
 // refused by name, because this node runs the whole graph as one matrix of impulse responses.
+import Convolution
 
 /// A parsed `filter.graph`: its nodes with their settings, and how their audio ports are wired.
 public struct FilterGraph: Sendable, Equatable {
@@ -17,6 +18,18 @@ public struct FilterGraph: Sendable, Equatable {
         public var offset = 0
         public var length = 0
         public var resampleQuality = 4
+        /// 1.6's `latency` (seconds): reported to the graph as the node's latency.
+        public var latencySeconds: Double?
+    }
+
+    /// A `spatializer` (type `sofa`): one source placed by an HRTF set, both ears' filters.
+    public struct Spatializer: Sendable, Equatable {
+        /// The SOFA file.
+        public var filename: String
+        /// The `Azimuth`, `Elevation` and `Radius` controls (degrees, degrees, metres).
+        public var direction = SourceDirection(azimuth: 0, elevation: 0, radius: 1)
+        /// 1.6's `gain`.
+        public var gain = 1.0
         /// 1.6's `latency` (seconds): reported to the graph as the node's latency.
         public var latencySeconds: Double?
     }
@@ -46,12 +59,32 @@ public struct FilterGraph: Sendable, Equatable {
         case equalizer([[Biquad]])
         /// `bq_raw`: coefficient sets by sample rate; the one closest to the graph's rate is used.
         case rawBiquad([Biquad.RateSet])
+        /// `spatializer`: `Out L` and `Out R` = In through the HRTF set's filters for its direction.
+        case spatializer(Spatializer)
+    }
+
+    /// A control input port and its value (filter-chain's Props lists them as "node:Port").
+    public struct Control: Sendable, Equatable {
+        public var port: String
+        public var value: Double
+    }
+
+    /// A live change of a control: its name ("node:Port"), its value (nil if not a finite
+    /// number) and the value as written (for messages).
+    public struct ControlChange {
+        public var name: String
+        public var value: Double?
+        public var written: String
     }
 
     public struct Node: Sendable, Equatable {
         public var name: String
         public var label: String
         public var kind: Kind
+        /// The control ports a live change may set, with their values, in filter-chain's port order.
+        public var controls: [Control] = []
+        /// The node as the config wrote it: compiled again with new control values.
+        var source: SPAJSONValue = .object([])
         public var inputNames: [String] { Self.inputNames(kind) }
         public var outputNames: [String] { Self.outputNames(kind) }
 
@@ -65,6 +98,7 @@ public struct FilterGraph: Sendable, Equatable {
         static func outputNames(_ kind: Kind) -> [String] {
             switch kind {
             case .convolverBank, .equalizer: return (1...8).map { "Out \($0)" }
+            case .spatializer: return ["Out L", "Out R"]
             default: return ["Out"]
             }
         }

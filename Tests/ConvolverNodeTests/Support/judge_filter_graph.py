@@ -6,17 +6,19 @@ filter-chain or swift-convolver module's args).
 Independent of the node's compiler: this script reads the config file with its own SPA-JSON reader,
 and runs the graph on the recorded input signal node by node in the time domain (copy, mixer
 gains, delay by truncated seconds × rate, linear/invert, convolver and convolver2 by scipy's
-convolution of the IR file's channel, the biquads by scipy's lfilter with biquad.c's coefficients
-for the version: 0.3.x's or 1.x's; param_eq's bands from its filters arrays and EqualizerAPO files,
-with 1.x's), instance by instance as filter-chain replicates the graph
-over the streams' channels, in double precision. The node instead folds the graph into one matrix
-of impulse responses before it runs.
+convolution of the IR file's channel, the spatializer by the filters libmysofa itself gives, the
+biquads by scipy's lfilter with biquad.c's coefficients for the version: 0.3.x's or 1.x's;
+param_eq's bands from its filters arrays and EqualizerAPO files, with 1.x's), instance by
+instance as filter-chain replicates the graph over the streams' channels, in double precision.
+The node instead folds the graph into one matrix of impulse responses before it runs.
 
 Spec (JSON, argv[1]): config (the filter-chain config file; its first module's args), calls (the
 record, float32 frames: inputs then outputs), rate, pipewire (the version filter-chain's rules
-are those of), and optionally `mutate`: a deliberate mistake
-in this evaluation ("link": the first link left out; "gain": the first mixer's first gain 10 % off;
-"delay": the first output one sample late; "biquad": the first biquad's Freq, if not 0, or a bq_raw's b0, 10 % off). A mutated evaluation must not match a correct node (negative test).
+are those of), optionally `controls` ({"node:Port": value}: changed live before the record began)
+and `mutate`: a deliberate mistake in this evaluation ("link": the first link left out; "gain":
+the first mixer's first gain 10 % off; "delay": the first output one sample late; "biquad": the
+first biquad's Freq, if not 0, or a bq_raw's b0, 10 % off; "direction": the first spatializer's
+azimuth 10 degrees off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
 """
@@ -99,6 +101,41 @@ def impulse(ir, instance, rate, one_dot_x):
         length -= min(offset, length)
         samples = data[offset:offset + length, channel % data.shape[1]]
     return np.concatenate([np.zeros(delay), samples]) * gain
+
+
+HRTF_SETS = {}
+
+
+def hrtf_filters(config, control, rate, turned, gain_read):
+    """A spatializer's two filters, through libmysofa itself (ctypes): the set opened as
+    filter-chain's sofa plugin opens it (mysofa_open at the graph's rate: resampled and
+    loudness-normalized), the filters for Azimuth/Elevation/Radius by mysofa_getfilter_float, each
+    ear's delay kept as whole samples (filter-chain drops it), times `gain` where filter-chain reads
+    it (`gain_read`: 1.6 and later). `turned`: the
+    azimuth 10 degrees off (a mistake)."""
+    import ctypes
+    lib = ctypes.CDLL("libmysofa.so.1")
+    lib.mysofa_open.restype = ctypes.c_void_p
+    lib.mysofa_open.argtypes = [ctypes.c_char_p, ctypes.c_float, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]
+    lib.mysofa_getfilter_float.argtypes = [ctypes.c_void_p] + [ctypes.c_float] * 3 + [ctypes.POINTER(ctypes.c_float)] * 4
+    lib.mysofa_s2c.argtypes = [ctypes.POINTER(ctypes.c_float)]
+    path = config["filename"]
+    if path not in HRTF_SETS:
+        length, error = ctypes.c_int(0), ctypes.c_int(0)
+        easy = lib.mysofa_open(path.encode(), ctypes.c_float(rate), ctypes.byref(length), ctypes.byref(error))
+        if not easy:
+            raise SystemExit(f"mysofa_open({path}) failed: {error.value}")
+        HRTF_SETS[path] = (easy, length.value)
+    easy, length = HRTF_SETS[path]
+    azimuth = number(control.get("Azimuth")) + (10 if turned else 0)
+    c = (ctypes.c_float * 3)(azimuth, number(control.get("Elevation")), number(control.get("Radius"), 1.0))
+    lib.mysofa_s2c(c)
+    left, right = (ctypes.c_float * length)(), (ctypes.c_float * length)()
+    delays = [ctypes.c_float(0), ctypes.c_float(0)]
+    lib.mysofa_getfilter_float(easy, c[0], c[1], c[2], left, right, ctypes.byref(delays[0]), ctypes.byref(delays[1]))
+    gain = number(config.get("gain"), 1.0) if gain_read else 1.0
+    return [np.concatenate([np.zeros(int(round(d.value)) if np.isfinite(d.value) else 0), np.array(ear[:], dtype=np.float64)]) * gain
+            for ear, d in zip((left, right), delays)]
 
 
 def biquad(shape, freq, q, gain, rate, one_dot_x):
@@ -212,7 +249,8 @@ def equalizer_bands(config):
     return [[band for band in channel[:used] if band is not None] for channel in bands]
 
 
-def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
+def run_graph(graph, signal, instance, rate, mutate, version):
+    one_dot_x = version >= (1, 0)
     nodes = graph["nodes"]
     names = [node["name"] for node in nodes]
     links = [(link["output"], link["input"]) for link in graph.get("links", [])]
@@ -227,7 +265,8 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
     def port_name(node_name, name, input_side):
         node = nodes[names.index(node_name)]
         ports = inputs_of(node) if input_side else (
-            [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq", "dcblock") else ["Out"])
+            [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq", "dcblock")
+            else ["Out L", "Out R"] if node["label"] == "spatializer" else ["Out"])
         return ports[int(name)] if name.isdigit() else name
 
     if mutate == "link" and links:
@@ -245,7 +284,7 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
     frames = len(signal)
     produced = {}
     done = set()
-    mutated = {"gain": mutate == "gain", "biquad": mutate == "biquad"}
+    mutated = {"gain": mutate == "gain", "biquad": mutate == "biquad", "direction": mutate == "direction"}
 
     def input_signal(node_name, port):
         if (node_name, port) in graph_inputs:
@@ -284,6 +323,11 @@ def run_graph(graph, signal, instance, rate, mutate, one_dot_x):
                     taps = impulse(ir, instance, rate, one_dot_x)
                     out = "Out" if label == "convolver" else f"Out {index + 1}"
                     produced[(name, out)] = fftconvolve(input_signal(name, "In"), taps)[:frames]
+            elif label == "spatializer":
+                ears = hrtf_filters(config, control, rate, mutated["direction"], version >= (1, 6))
+                mutated["direction"] = False
+                for ear, out in zip(ears, ("Out L", "Out R")):
+                    produced[(name, out)] = fftconvolve(input_signal(name, "In"), ear)[:frames]
             elif label == "param_eq":
                 for channel, bands in enumerate(equalizer_bands(config)):
                     out = input_signal(name, f"In {channel + 1}")
@@ -334,6 +378,10 @@ def main():
                 if module["name"] in ("libpipewire-module-filter-chain", "libpipewire-module-swift-convolver"))
     graph, capture, playback = args["filter.graph"], args.get("capture.props", {}), args.get("playback.props", {})
     rate = spec["rate"]
+    for name, value in (spec.get("controls") or {}).items():
+        node_name, _, port = name.partition(":")
+        node = next(node for node in graph["nodes"] if node["name"] == node_name)
+        node.setdefault("control", {})[port] = str(value)
 
     def channels(props, ports):
         position = props.get("audio.position") or args.get("audio.position")
@@ -352,7 +400,8 @@ def main():
     expected = np.zeros_like(recorded)
     for instance in range(instances):
         piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
-        results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"), not spec["pipewire"].startswith("0."))
+        version = tuple(int(part) for part in spec["pipewire"].split(".")[:2])
+        results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"), version)
         for index, result in enumerate(results):
             channel = instance * n_outputs + index
             if channel < outputs:
