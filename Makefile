@@ -53,7 +53,7 @@ debian-packages:
 build: deps
 	$(SWIFT) build -c release --scratch-path $(DIST_DIR) -Xswiftc -static-stdlib --disable-local-rpath
 
-# Generated from the commands' --help and the README's module sections (scripts/man-pages.sh).
+# Generated from the commands' --help and docs/module.md's sections (scripts/man-pages.sh).
 man: build
 	scripts/man-pages.sh $(MAN_DIR) $(BUILD_DIR)/pw-convolver $(VERSION)
 
@@ -170,7 +170,7 @@ ifneq ($(MODULE_ENV_DROPIN),)
 		>"$(DESTDIR)$(MODULE_ENV_DROPIN)"
 endif
 	@echo "Installed; nothing is enabled. A config at login: systemctl --user daemon-reload && systemctl --user enable --now swift-convolver@NAME.service"
-	@echo "(NAME.conf in ~/.config/swift-convolver/ or $(DATADIR)/; README, \"Install\")"
+	@echo "(NAME.conf in ~/.config/swift-convolver/ or $(DATADIR)/; README, \"Recipes\")"
 	@echo "Any config ~/.config/swift-convolver/NAME.conf at login: systemctl --user enable --now swift-convolver@NAME.service"
 
 # Removes exactly the files install writes (and, at user level, the cache of FFTW wisdom and machine costs), then the

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the two man pages into OUTDIR, generated so that they cannot drift from what they describe:
 #   pw-convolver.1                        every command's own --help text (from the built binary)
-#   libpipewire-module-swift-convolver.7  the module's manual: the README's sections on the module
+#   libpipewire-module-swift-convolver.7  the module's manual: docs/module.md's sections on the module
 # Usage: scripts/man-pages.sh OUTDIR PW_CONVOLVER VERSION   (make man / make install / make deb)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +11,9 @@ date=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null |
 
 # Text as it is (a fenced code block for the translator: escaped, no line taken for a request).
 verbatim() { { echo '```'; cat; echo '```'; } | awk -f scripts/markdown-to-man.awk; }
-# The README's section "## TITLE" (up to the next "## "), without its heading, as roff.
-readme_section() { awk -v title="## $1" '$0 == title {on = 1; next} /^## / {on = 0} on' README.md | awk -f scripts/markdown-to-man.awk; }
+# The manual's section "## TITLE" (up to the next "## "), without its heading, as roff.
+manual=docs/module.md
+manual_section() { awk -v title="## $1" '$0 == title {on = 1; next} /^## / {on = 0} on' "$manual" | awk -f scripts/markdown-to-man.awk; }
 
 {
     printf '.TH PW-CONVOLVER 1 "%s" "swift-convolver %s" "User Commands"\n' "$date" "$version"
@@ -46,13 +47,13 @@ readme_section() { awk -v title="## $1" '$0 == title {on = 1; next} /^## / {on =
     printf 'or a virtual sink. Loaded from PipeWire config as below, or run as a client: \\fBpw-convolver\\fR(1).\n'
     printf '.SH SYNOPSIS\n'
     for section in "Module: \`libpipewire-module-swift-convolver\`" "Sink mode" "Switching from filter-chain" "Live control" "Watching it" "PipeWire 0.3.65, 1.4 and 1.6"; do
-        [ -n "$(awk -v title="## $section" '$0 == title' README.md)" ] || { echo "man-pages: README has no section '## $section'" >&2; exit 1; }
+        [ -n "$(awk -v title="## $section" '$0 == title' "$manual")" ] || { echo "man-pages: $manual has no section '## $section'" >&2; exit 1; }
         [ "$section" = "Sink mode" ] && printf '.SH "SINK MODE"\n'
         [ "$section" = "Switching from filter-chain" ] && printf '.SH "FILTER-CHAIN CONFIGS"\n'
         [ "$section" = "Live control" ] && printf '.SH "LIVE CONTROL"\n'
         [ "$section" = "Watching it" ] && printf '.SH "MONITORING"\n'
         [ "$section" = "PipeWire 0.3.65, 1.4 and 1.6" ] && printf '.SH "PIPEWIRE VERSIONS"\n'
-        readme_section "$section" | sed "s/^Options (keys mean/.SH OPTIONS\n&/"
+        manual_section "$section" | sed "s/^Options (keys mean/.SH OPTIONS\n&/"
     done
     printf '.SH FILES\n.TP\n\\fI/usr/share/swift-convolver/*.conf\\fR\nready-made configs: a drop-in example, hall and room-correction sinks, true stereo, cabinets, 7.1 virtual surround.\n'
     printf '.SH SEE ALSO\n\\fBpw-convolver\\fR(1), \\fBpipewire.conf\\fR(5), \\fBlibpipewire-module-filter-chain\\fR(7), \\fBpw-cli\\fR(1)\n'

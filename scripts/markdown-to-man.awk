@@ -1,8 +1,8 @@
-# The README's Markdown, as much of it as the README uses, to man(7) roff: `##`/`###` headings,
+# The Markdown of docs/module.md, as much of it as it uses, to man(7) roff: `##`/`###` headings,
 # paragraphs, `- ` bullets with indented continuation lines, fenced code, tables, `code` and
 # **bold**. Used by scripts/man-pages.sh; sections are picked there, this only translates.
 
-# Backslashes, and the README's non-ASCII characters as roff's named glyphs, which every output
+# Backslashes, and the manual's non-ASCII characters as roff's named glyphs, which every output
 # device can draw (a UTF-8 character has no glyph in an ASCII terminal's C locale).
 function escape(text) {
     gsub(/\\/, "\\e", text)

@@ -21,7 +21,7 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// With `split = .auto`: the fraction of the expected call period above which the share is
     /// split. Half: split only when the share alone threatens the call's budget, because on a small
     /// or virtual machine a helper's wake-up and a memory-bound delay line shared by two cores eat
-    /// most of the gain (measured: see the bench in the README).
+    /// most of the gain (measured: `pw-convolver bench`, docs/facts.md).
     public var splitThreshold = 0.5
     /// Split helpers (dedicated, one per part after the data thread's own, SCHED_FIFO at
     /// `realtimePriority`; the level helpers then run one priority lower, so a split part preempts a

@@ -8,7 +8,7 @@ import ConvolverNode
 /// HRTF sets) for any IR length and any quantum. The head of the IR runs in the graph cycle; the
 /// long tail runs on the node's own workgroup of real-time helper threads.
 ///
-/// The README's "Module" section tells each option at length; this is its summary. The module's
+/// docs/module.md's "Module" section (the man page) tells each option at length; this is its summary. The module's
 /// `module.usage` (`pw-cli info <module id>`) is generated from the options list below at build
 /// time (Plugins/ModuleUsage), so the two cannot drift apart.
 ///
@@ -92,7 +92,7 @@ import ConvolverNode
 /// ```
 ///
 /// The Debian package puts the module in PipeWire's module directory, where it is found by name;
-/// after a user-level `make install` PipeWire finds it through `PIPEWIRE_MODULE_DIR` (README, "Install").
+/// after a user-level `make install` PipeWire finds it through `PIPEWIRE_MODULE_DIR` (docs/module.md, "Installed files").
 ///
 /// `@_cdecl`: the only way to export an unmangled C symbol from Swift; the loader looks up this one.
 @_cdecl("pipewire__module_init")

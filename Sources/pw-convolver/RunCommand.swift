@@ -122,7 +122,7 @@ enum RunCommand: Command {
             case "libpipewire-module-filter-chain":
                 throw UsageError(
                     "--config \(path): this config loads libpipewire-module-filter-chain; change that name to "
-                        + "libpipewire-module-swift-convolver (README, \"Switching from filter-chain\")")
+                        + "libpipewire-module-swift-convolver (man libpipewire-module-swift-convolver, \"FILTER-CHAIN CONFIGS\")")
             default: continue
             }
         }

@@ -8,8 +8,7 @@ import XCTest
 /// daemon, a C host loads and unloads it ten times, the man pages render, and `dpkg -r` leaves
 /// no file behind.
 final class PackageTests: XCTestCase {
-    private static let moduleDirectory = "/usr/lib/x86_64-linux-gnu/pipewire-0.3"
-    private static let module = moduleDirectory + "/" + BuildProducts.moduleFileName
+    private static let module = IsolatedSystem.packagedModuleDirectory + "/" + BuildProducts.moduleFileName
 
     func testDebianPackageRunsWithoutTheToolchainAndRemovesCleanly() throws {
         let package = try BuildProducts.requireDebianPackage()
@@ -56,10 +55,7 @@ final class PackageTests: XCTestCase {
                 + "filename = \"\(daemon.runtimeDirectory)/ir.wav\""
         )
         .write(toFile: configuration, atomically: true, encoding: .utf8)
-        // PipeWire's own modules first (1.4.2's when testing on it), then the system's, where the package put ours.
-        let modulePath =
-            PipeWireInstallation.moduleDirectory == Self.moduleDirectory
-            ? Self.moduleDirectory : PipeWireInstallation.moduleDirectory + ":" + Self.moduleDirectory
+        let modulePath = IsolatedSystem.moduleSearchPath
         let client = try daemon.spawn(
             system.command(["pipewire", "-c", configuration]), logName: "packaged.log",
             extraEnvironment: ["PIPEWIRE_MODULE_DIR": modulePath])

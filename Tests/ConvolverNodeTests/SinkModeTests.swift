@@ -640,7 +640,7 @@ private enum SinkSignals {
     }
 }
 
-private enum SinkGraph {
+enum SinkGraph {
     /// pw-play / pw-record properties for linking by hand without a session manager (docs/facts.md).
     static func handLinkedStream(_ name: String) -> String {
         "{ node.name = \(name) node.want-driver = false "

@@ -45,7 +45,7 @@ final class UserConfigTests: XCTestCase {
     }
 
     /// Decaying noise with a direct tap at `tap`, different per seed.
-    private static func impulse(frames: Int, tap: Int, seed: UInt64) -> [Float] {
+    static func impulse(frames: Int, tap: Int, seed: UInt64) -> [Float] {
         var random = TestSignals.Random(state: 0x1234_5678 ^ (seed &* 0x9E37_79B9))
         return (0..<frames).map { index in
             (index == tap ? 0.5 : 0) + 0.2 * expf(-Float(index) / Float(frames / 5)) * random.next()
@@ -204,20 +204,9 @@ final class UserConfigTests: XCTestCase {
             try daemon.portNames(ofNode: "convolver-surround"),
             (positions.map { "monitor_\($0)" } + positions.map { "playback_\($0)" }).sorted())
         XCTAssertEqual(try daemon.portNames(ofNode: "output.convolver-surround"), ["output_FL", "output_FR"])
-        // HeSuVi: 0 FL-L 1 FL-R 2 SL-L 3 SL-R 4 RL-L 5 RL-R 6 FC-L 7 FR-R 8 FR-L 9 SR-R 10 SR-L 11 RR-R 12 RR-L 13 FC-R.
-        let leftRight: [String: (Int, Int)] = [
-            "FL": (0, 1), "FR": (8, 7), "FC": (6, 13), "LFE": (6, 13),
-            "RL": (4, 5), "RR": (12, 11), "SL": (2, 3), "SR": (10, 9),
-        ]
-        let hrir = path("hrir.wav")
-        var entries: [ImpulseEntry] = []
-        for (input, position) in positions.enumerated() {
-            let (left, right) = try XCTUnwrap(leftRight[position])
-            entries += [.init(input, 0, hrir, left), .init(input, 1, hrir, right)]
-        }
         try playAndCompare(
             node: "convolver-surround", client: client, outputNode: "output.convolver-surround", positions: positions, outputPositions: ["FL", "FR"],
-            inputPrefix: "playback", entries: entries, wet: 1, dry: 0, irSeconds: 0.05)
+            inputPrefix: "playback", entries: ImpulseEntry.hesuvi(path("hrir.wav")), wet: 1, dry: 0, irSeconds: 0.05)
     }
 }
 

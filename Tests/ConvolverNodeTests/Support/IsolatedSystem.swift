@@ -19,6 +19,16 @@ final class IsolatedSystem {
         return String(path.dropLast("/usr/lib/swift/linux/libswiftCore.so".count))
     }()
 
+    /// Where the Debian package puts the module: PipeWire's own module directory on Debian.
+    static let packagedModuleDirectory = "/usr/lib/x86_64-linux-gnu/pipewire-0.3"
+
+    /// PIPEWIRE_MODULE_DIR for the installed module: the tested PipeWire's own modules first
+    /// (1.4.2's when testing on it), then the system's, where the package put ours.
+    static var moduleSearchPath: String {
+        PipeWireInstallation.moduleDirectory == packagedModuleDirectory
+            ? packagedModuleDirectory : PipeWireInstallation.moduleDirectory + ":" + packagedModuleDirectory
+    }
+
     let directory: String
 
     /// Needs root (mount namespaces, overlays): the packaging tests fail with this reason otherwise.

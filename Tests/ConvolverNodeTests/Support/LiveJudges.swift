@@ -3,7 +3,7 @@ import EngineTestSupport
 import Foundation
 import XCTest
 
-/// The live tests' two judges (README, "Building"):
+/// The live tests' two judges (docs/testing.md):
 /// - `RecordJudge`, of the DSP, the workgroup and the hand-overs: the node's own record of every
 ///   call (module key `test.record-calls`) held to numpy's convolution of its own input, at float
 ///   precision, whatever the graph did around it;
@@ -49,6 +49,14 @@ struct ImpulseEntry: Encodable {
     static func parallel(channels: Int, file: String?) throws -> [ImpulseEntry] {
         let fileChannels = try file.map { try AudioFile.read(path: $0).channels.count } ?? 1
         return (0..<channels).map { ImpulseEntry($0, $0, file ?? "none", fileChannels > 1 ? $0 : 0) }
+    }
+
+    /// 7.1 (FL FR FC LFE RL RR SL SR) to two ears through a 14-channel HeSuVi HRIR, mapped as
+    /// filter-chain's example maps it, independently of any config (LFE as FC). HeSuVi's order:
+    /// 0 FL-L 1 FL-R 2 SL-L 3 SL-R 4 RL-L 5 RL-R 6 FC-L 7 FR-R 8 FR-L 9 SR-R 10 SR-L 11 RR-R 12 RR-L 13 FC-R.
+    static func hesuvi(_ file: String) -> [ImpulseEntry] {
+        let ears = [(0, 1), (8, 7), (6, 13), (6, 13), (4, 5), (12, 11), (2, 3), (10, 9)]
+        return ears.enumerated().flatMap { input, ear in [ImpulseEntry(input, 0, file, ear.0), ImpulseEntry(input, 1, file, ear.1)] }
     }
 }
 

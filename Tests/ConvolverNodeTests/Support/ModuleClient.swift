@@ -50,8 +50,15 @@ enum ModuleClient {
 /// and the node's record (`test.record-calls`) added to the convolver module's arguments.
 enum ShippedConfig {
     static func text(_ name: String, record: NodeRecord, irDirectory: String) throws -> String {
-        var text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + name, encoding: .utf8)
+        let text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + name, encoding: .utf8)
             .replacingOccurrences(of: "/path/to/irs/", with: irDirectory + "/")
+        return try addingRecord(record, to: text, name: name)
+    }
+
+    /// `text` (a PipeWire config) with the node's record turned on in the args of its
+    /// libpipewire-module-swift-convolver.
+    static func addingRecord(_ record: NodeRecord, to text: String, name: String = "the config") throws -> String {
+        var text = text
         guard let module = text.range(of: "name = libpipewire-module-swift-convolver"),
             let arguments = text.range(of: "args = {", range: module.upperBound..<text.endIndex)
         else {
