@@ -317,6 +317,15 @@ final class FilterGraphTests: XCTestCase {
             alongside: try alongside, agreementDB: Self.biquadAgreementDB, controls: ["eq_band_3:Gain": -2, "eq_band_3:Freq": 1200])
     }
 
+    /// PipeWire 1.4.2's stereo-to-5.1 upmix: a mixer and a two-channel param_eq crossover (a
+    /// 0 Hz high shelf among its bands) for FC and LFE, rear channels through `/hilbert` with a
+    /// delay in seconds and a negative gain, two delay nodes left unlinked.
+    func testSinkUpmix51() throws {
+        try runConfig(
+            "sink-upmix-5.1-filter.conf", input: "effect_input.upmix_5.1", output: "effect_output.upmix_5.1", positions: ["FL", "FR"],
+            outputs: 6, alongside: PipeWireInstallation.isOneDotX ? try alongside : false, agreementDB: Self.biquadAgreementDB)
+    }
+
     /// PipeWire 0.3.65's LFE example: the stereo mix low-passed at 150 Hz into a third channel.
     func testSinkMakeLFE() throws {
         try runConfig(
