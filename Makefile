@@ -7,6 +7,7 @@
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~40 min),
 #                    then bench-graph; `make bench-live PIPEWIRE=1.4` (or 1.6) against that filter-chain
 #   make bench-graph filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module (~15 min)
+#   make bench-control how long a filter-chain graph's control takes to be heard (`pw-convolver set`, ~2 min)
 #   make bench-render  `pw-convolver render` beside zita's fconvolver on the same files (~5 min)
 #   make soak        10 min at quantum 256 with a 10 s stereo IR: late cycles, RSS growth, helper margins (not in CI)
 #   make build       the products users install (Swift runtime linked in: no toolchain needed to run them)
@@ -27,7 +28,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-render soak clean install uninstall
+.PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-control bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -109,6 +110,9 @@ bench-live: build bench-build
 # The graph cases alone: filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module.
 bench-graph: bench-build
 	$(PYTHON) scripts/bench-graph.py --pipewire $(PIPEWIRE)
+
+bench-control: bench-build
+	$(PYTHON) scripts/bench-control.py --pipewire $(PIPEWIRE)
 
 # fconvolver comes with Debian's jconvolver, GNU time measures both (only this benchmark needs them).
 bench-render: build

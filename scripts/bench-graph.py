@@ -10,6 +10,8 @@ Cases:
           on a 14-channel HRIR of 0.1 s (4800 taps): 8 inputs, 2 outputs.
   room    a room-correction sink in filter-chain's form: one 65 536-tap FIR per speaker with a
           gain, the right one behind a `delay` node (speaker alignment): 2 inputs, 2 outputs.
+  room-eq the same with a sub-sonic `bq_highpass` (20 Hz) and a 10-band `param_eq` in front of
+          each FIR (filter-chain has `param_eq` from 1.4 on: `--pipewire 1.4`).
 Per case: the process's CPU (all threads), its data-thread busy p99/max and late cycles (the
 profiler, `pw-convolver top --batch`, the worse of each system's two streams), the driver's own
 late cycles, and for ours its own late cycles (convolver.late-cycles-own) and its record of every
@@ -98,6 +100,22 @@ context.modules = [
 ]
 """
 
+# room with what users put in front of the FIRs: a sub-sonic high-pass and a 10-band EQ.
+TEN_BANDS = " ".join(
+    f"{{ type = bq_peaking freq = {freq} q = 1.4 gain = {gain} }}"
+    for freq, gain in zip([31, 63, 125, 250, 500, 1000, 2000, 4000, 8000, 16000], [3, 2, -1, -2, 1, -3, 2, -1, 1, -2]))
+ROOM_EQ = ROOM.replace("        nodes = [\n", f"""        nodes = [
+          {{ type = builtin label = bq_highpass name = hpL control = {{ "Freq" = 20 "Q" = 0.707 }} }}
+          {{ type = builtin label = bq_highpass name = hpR control = {{ "Freq" = 20 "Q" = 0.707 }} }}
+          {{ type = builtin label = param_eq name = eq config = {{ filters = [ {TEN_BANDS} ] }} }}
+""").replace("""links = [ { output = "firR:Out" input = "alignR:In" } ]
+        inputs  = [ "firL:In" "firR:In" ]""", """links = [
+          { output = "hpL:Out" input = "eq:In 1" } { output = "hpR:Out" input = "eq:In 2" }
+          { output = "eq:Out 1" input = "firL:In" } { output = "eq:Out 2" input = "firR:In" }
+          { output = "firR:Out" input = "alignR:In" }
+        ]
+        inputs  = [ "hpL:In" "hpR:In" ]""")
+
 
 def write_impulses(directory):
     rng = np.random.default_rng(7)
@@ -118,7 +136,8 @@ def case_config(case, directory):
     if case == "hesuvi":
         text = open(HESUVI).read().replace('"hrir_hesuvi/hrir.wav"', f'"{directory}/hrir.wav"')
         return (text, "effect_input.virtual-surround-7.1-hesuvi", "effect_output.virtual-surround-7.1-hesuvi", SURROUND, 2)
-    return (ROOM.replace('"FIR"', f'"{directory}/fir.wav"'), "effect_input.room-correction", "effect_output.room-correction",
+    room = ROOM_EQ if case == "room-eq" else ROOM
+    return (room.replace('"FIR"', f'"{directory}/fir.wav"'), "effect_input.room-correction", "effect_output.room-correction",
             ["FL", "FR"], 2)
 
 
