@@ -171,16 +171,17 @@ enum EngineFactory {
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         var loaded: [String: ImpulseResponse] = [:]
         var sets: [String: HRTFSet] = [:]
+        let rules = FilterChainRules.running
         return try graph.matrix(
             inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
-            biquadFormulas: PipeWireVersion.runningIsOneDotX ? .pipeWire1 : .pipeWire03
+            rules: rules
         ) { node, request throws(ConvolverNodeError) in
             switch request {
             case .impulse(let impulse, let instance):
                 let spec = ImpulseResponse.closestInRate(
                     impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
                 let options = try impulse.loadOptions(
-                    sampleRate: sampleRate, delaysThroughSeconds: PipeWireVersion.runningIsOneDotX,
+                    sampleRate: sampleRate, delaysThroughSeconds: rules.delaysThroughSeconds,
                     preRinging: configuration.resamplePreRinging)
                 let cacheKey = "\(spec) \(options)"
                 let response: ImpulseResponse

@@ -53,10 +53,10 @@ enum PipeWireVersion {
     /// Where filter-chain 1.x reads a config differently from 0.3.x, the graph compiler follows the running one.
     static var runningIsOneDotX: Bool { !running.hasPrefix("0.") }
 
-    /// Whether the running libpipewire is `major.minor` or newer.
-    static func runningIsAtLeast(_ major: Int, _ minor: Int) -> Bool {
-        let parts = running.split(separator: ".").map { Int($0) ?? 0 }
-        return (parts.first ?? 0, parts.dropFirst().first ?? 0) >= (major, minor)
+    /// Whether the running libpipewire is `major.minor.micro` or newer.
+    static func runningIsAtLeast(_ major: Int, _ minor: Int, _ micro: Int = 0) -> Bool {
+        let parts = running.split(separator: ".").map { Int($0) ?? 0 } + [0, 0, 0]
+        return (parts[0], parts[1], parts[2]) >= (major, minor, micro)
     }
 }
 

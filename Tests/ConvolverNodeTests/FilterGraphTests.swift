@@ -376,13 +376,12 @@ final class FilterGraphTests: XCTestCase {
 
     /// Controls changed live in filter-chain's form ("node:Port" in Props): a biquad's gain and
     /// frequency, a mixer gain, a delay. The node's record is judged with the new values (and fails
-    /// with the old ones), and equals filter-chain 1.x's output after the same change. (Beside
-    /// filter-chain 0.3.65 both recorded outputs of this graph stayed silent: not understood yet,
-    /// so there ours runs alone.)
+    /// with the old ones), and equals filter-chain's output after the same change. Its mixer has
+    /// one input: filter-chain 0.3.65 copies it unscaled, whatever its gain (FilterChainRules).
     func testLiveControls() throws {
         try runConfig(
             "live-controls.conf", input: "effect_input.live-controls", output: "effect_output.live-controls", positions: ["FL", "FR"],
-            outputs: 2, alongside: PipeWireInstallation.isOneDotX ? try alongside : false, agreementDB: Self.biquadAgreementDB,
+            outputs: 2, alongside: try alongside, agreementDB: Self.biquadAgreementDB,
             controls: ["eq:Gain": -6, "eq:Freq": 2000, "mix:Gain 1": 0.5, "late:Delay (s)": 0.002])
     }
 

@@ -77,6 +77,26 @@ final class NodeConfigurationTests: XCTestCase {
 
     /// A graph's controls as filter-chain names them in Props ("node:Port", a bare "Port" being the
     /// first node's), with their values; a change is read again with the node's own rules.
+    /// filter-chain 0.3.61 to 0.3.80 copy a mixer's lone connected input unscaled (dsp_mix_gain's
+    /// one-source case); 0.3.81 and 1.x scale it. Inputs of gain 0 and unconnected ones do not count.
+    func testALoneMixerInputIsScaledAsTheRunningFilterChainScalesIt() throws {
+        let (configuration, _) = try NodeConfiguration.parse(
+            arguments: """
+                filter.graph = { nodes = [
+                    { type = builtin label = copy name = a }
+                    { type = builtin label = mixer name = mix control = { "Gain 1" = 0.5 "Gain 2" = 0 } }
+                ] links = [ { output = "a:Out" input = "mix:In 1" } ] inputs = [ "a:In" ] outputs = [ "mix:Out" ] }
+                """)
+        let graph = try XCTUnwrap(configuration.graph)
+        func gain(scalesALoneInput: Bool) throws -> Float {
+            let rules = FilterChainRules(biquadFormulas: .pipeWire03, delaysThroughSeconds: false, mixerScalesALoneInput: scalesALoneInput)
+            let matrix = try graph.matrix(inputChannels: 1, outputChannels: 1, sampleRate: 48000, rules: rules) { _, _ in [] }
+            return try XCTUnwrap(matrix.entries.first?.impulse.first)
+        }
+        XCTAssertEqual(try gain(scalesALoneInput: true), 0.5)
+        XCTAssertEqual(try gain(scalesALoneInput: false), 1, "0.3.65: the lone input copied")
+    }
+
     func testGraphControlsAreNamedAndSetAsFilterChainDoes() throws {
         let (configuration, _) = try NodeConfiguration.parse(
             arguments: """

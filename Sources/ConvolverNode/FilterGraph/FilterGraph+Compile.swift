@@ -127,7 +127,7 @@ extension FilterGraph {
     /// Each graph output's response to each graph input, for one instance; `read(node, request)`
     /// loads what a node takes from a file.
     func outputResponses(
-        instance: Int, sampleRate: Int, biquadFormulas: Biquad.Formulas,
+        instance: Int, sampleRate: Int, rules: FilterChainRules,
         read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> [PortResponse?] {
         var outputsOf: [[PortResponse]] = nodes.map { [PortResponse](repeating: [:], count: $0.outputNames.count) }
@@ -136,6 +136,8 @@ extension FilterGraph {
             guard let link = links.first(where: { $0.input == port }) else { return [:] }  // unlinked: silence
             return outputsOf[link.output.node][link.output.index]
         }
+        /// A graph input or a linked input: filter-chain gives an unconnected one no buffer.
+        func isConnected(_ port: Port) -> Bool { inputs.contains(port) || links.contains { $0.input == port } }
         let order: [Int]
         do { order = try evaluationOrder() } catch { throw .configuration(error) }
         for nodeIndex in order {
@@ -149,10 +151,12 @@ extension FilterGraph {
                 let frames = Int((Float(seconds) * Float(sampleRate)).rounded(.towardZero))
                 outputsOf[nodeIndex][0] = input.mapValues { $0.delayed(by: frames) }
             case .mixer(let gains):
+                let mixed = gains.indices.filter { gains[$0] != 0 && isConnected(Port(node: nodeIndex, index: $0)) }
+                let alone = mixed.count == 1 && !rules.mixerScalesALoneInput
                 var sum: PortResponse = [:]
-                for (index, gain) in gains.enumerated() where gain != 0 {
+                for index in mixed {
                     for (graphInput, taps) in signal(at: Port(node: nodeIndex, index: index)) {
-                        let scaled = taps.scaled(by: gain)
+                        let scaled = alone ? taps : taps.scaled(by: gains[index])
                         sum[graphInput] = sum[graphInput].map { $0 + scaled } ?? scaled
                     }
                 }
@@ -181,9 +185,11 @@ extension FilterGraph {
                 }
             case .rawBiquad(let sets):
                 outputsOf[nodeIndex][0] = try Self.filtered(
-                    input, through: Biquad.RateSet.closest(sets, to: sampleRate), node: node.name, sampleRate: sampleRate, formulas: biquadFormulas)
+                    input, through: Biquad.RateSet.closest(sets, to: sampleRate), node: node.name, sampleRate: sampleRate,
+                    formulas: rules.biquadFormulas)
             case .biquad(let biquad):
-                outputsOf[nodeIndex][0] = try Self.filtered(input, through: biquad, node: node.name, sampleRate: sampleRate, formulas: biquadFormulas)
+                outputsOf[nodeIndex][0] = try Self.filtered(
+                    input, through: biquad, node: node.name, sampleRate: sampleRate, formulas: rules.biquadFormulas)
             }
         }
         return outputs.map { port in port.map { outputsOf[$0.node][$0.index] } }
@@ -215,7 +221,7 @@ extension FilterGraph {
     /// The whole graph as one matrix: `instances` copies side by side, stream channel k feeding
     /// input k mod (graph inputs) of copy k / (graph inputs), as filter-chain wires its instances.
     func matrix(
-        inputChannels: Int, outputChannels: Int, sampleRate: Int, biquadFormulas: Biquad.Formulas,
+        inputChannels: Int, outputChannels: Int, sampleRate: Int, rules: FilterChainRules,
         read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         let instances: Int
@@ -225,7 +231,7 @@ extension FilterGraph {
         var entries: [ConvolutionMatrix.Entry] = []
         for instance in 0..<instances {
             let responses = try outputResponses(
-                instance: instance, sampleRate: sampleRate, biquadFormulas: biquadFormulas, read: read)
+                instance: instance, sampleRate: sampleRate, rules: rules, read: read)
             for (output, response) in responses.enumerated() {
                 let outputChannel = instance * outputs.count + output
                 guard let response, outputChannel < outputChannels else { continue }

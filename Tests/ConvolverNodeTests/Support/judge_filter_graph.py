@@ -308,9 +308,15 @@ def run_graph(graph, signal, instance, rate, mutate, version):
                 frames_late = int(np.float32(number(control.get("Delay (s)"))) * np.float32(rate))
                 produced[(name, "Out")] = np.concatenate([np.zeros(frames_late), input_signal(name, "In")])[:frames]
             elif label == "mixer":
+                # Only connected inputs of non-zero gain are mixed; 0.3.61 to 0.3.80 copy a lone one
+                # unscaled (dsp_mix_gain's one-source case, fixed in 0.3.81).
+                gains = {i: number(control.get(f"Gain {i}"), 1.0) for i in range(1, 9)}
+                mixed = [i for i in range(1, 9) if gains[i] != 0 and
+                         ((name, f"In {i}") in graph_inputs or (name, f"In {i}") in feeds)]
+                alone = len(mixed) == 1 and (0, 3, 61) <= version < (0, 3, 81)
                 total = np.zeros(frames)
-                for i in range(1, 9):
-                    gain = number(control.get(f"Gain {i}"), 1.0)
+                for i in mixed:
+                    gain = 1.0 if alone else gains[i]
                     if mutated["gain"]:
                         gain, mutated["gain"] = gain * 1.1, False
                     total += gain * input_signal(name, f"In {i}")
@@ -400,7 +406,7 @@ def main():
     expected = np.zeros_like(recorded)
     for instance in range(instances):
         piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
-        version = tuple(int(part) for part in spec["pipewire"].split(".")[:2])
+        version = tuple(int(part) for part in (spec["pipewire"].split(".") + ["0", "0"])[:3])
         results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"), version)
         for index, result in enumerate(results):
             channel = instance * n_outputs + index
