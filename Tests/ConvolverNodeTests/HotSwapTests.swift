@@ -95,19 +95,26 @@ final class HotSwapTests: XCTestCase {
     /// cycles added (`convolver.late-cycles-own`, printed only: a count of late cycles is a
     /// benchmark's figure on a machine whose stalls are charged as CPU time, docs/facts.md),
     /// dropouts), all from the node's own record; the recording is held to the record (`GraphJudge`).
+    /// `graph`: the node runs a filter-chain graph whose `linear` node "scale" swaps its `Mult`
+    /// between 1 and −0.9 (`pw-convolver set`, which returns once the recompiled graph plays),
+    /// instead of swapping IR files.
     private func swapDuringPlayback(
-        crossfade: String, tag: String, swapCount: Int = 4
+        crossfade: String, tag: String, swapCount: Int = 4, graph: Bool = false
     )
         throws -> (steady: Float, swapping: Float, crossfades: Int, lateCycles: Int, dropouts: Int)
     {
         let node = "conv-\(tag)"
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: node)
+        let source =
+            graph
+            ? "filter.graph = { nodes = [ { type = builtin label = linear name = scale control = { Mult = 1 } } ] }"
+            : "filename = \"\(path("direct.wav"))\""
         let client = try ModuleClient.start(
             daemon, name: node,
-            arguments: "node.name = \(node) filename = \"\(path("direct.wav"))\" "
-                + "crossfade = \(crossfade) \(record.argument)")
+            arguments: "node.name = \(node) audio.position = [ FL FR ] \(source) crossfade = \(crossfade) \(record.argument)")
         defer { client.stop() }
-        try daemon.waitForPorts(ofNode: node, count: 4, timeout: 30)
+        // A graph runs as filter-chain's two streams: `node` (inputs) and output.`node`.
+        try daemon.waitForPorts(ofNode: node, count: graph ? 2 : 4, timeout: 30)
         let id = try XCTUnwrap(try daemon.nodeProperties(node)).id
         func ownLateCycles() -> Int { Int(property(node, "convolver.late-cycles-own") ?? "") ?? -1 }
         let lateBefore = ownLateCycles()
@@ -115,14 +122,20 @@ final class HotSwapTests: XCTestCase {
 
         let seconds = 1.5 + 0.4 * Double(swapCount) + 1.0
         try writeSine(seconds: seconds)
-        try PlayThrough(daemon: daemon, nodeName: node).run(
+        try PlayThrough(daemon: daemon, nodeName: node, outputNodeName: graph ? "output.\(node)" : nil).run(
             inputPath: path("sine.wav"), recordingPath: path("rec-\(tag).f32"), seconds: seconds + 1, tailSeconds: 0.2, tag: tag
         ) {
             usleep(1_500_000)
             for swap in 0..<swapCount {
-                let target = path(swap % 2 == 0 ? "inverted.wav" : "direct.wav")
-                try setProps(id, "\"filename\" \"\(target)\"")
-                XCTAssertTrue(waitUntil(timeout: 5) { self.property(node, "convolver.ir") == target }, "\(tag) swap \(swap)")
+                if graph {
+                    let (status, output) = try self.daemon.run(
+                        [BuildProducts.directory + "/pw-convolver", "set", node, "scale:Mult=\(swap % 2 == 0 ? -0.9 : 1)"])
+                    XCTAssertEqual(status, 0, "\(tag) swap \(swap): \(output)")
+                } else {
+                    let target = path(swap % 2 == 0 ? "inverted.wav" : "direct.wav")
+                    try setProps(id, "\"filename\" \"\(target)\"")
+                    XCTAssertTrue(waitUntil(timeout: 5) { self.property(node, "convolver.ir") == target }, "\(tag) swap \(swap)")
+                }
                 usleep(300_000)
             }
         }
@@ -178,6 +191,23 @@ final class HotSwapTests: XCTestCase {
                 + "crossfades \(hard.crossfades)")
         XCTAssertGreaterThan(hard.swapping, hard.steady * 10, "a hard switch clicks: the measurement can fail")
         XCTAssertEqual(hard.crossfades, 0)
+    }
+
+    /// A filter-chain graph's control changed while it plays (`pw-convolver set NODE scale:Mult=…`)
+    /// is crossfaded as an IR swap is: no click with the default crossfade, a click with none.
+    func testGraphControlChangeDuringPlaybackIsCrossfadedWithoutClick() throws {
+        let sineStep = Float(0.3 * 2 * Double.pi * Self.sineHertz / 48000)
+        let faded = try swapDuringPlayback(crossfade: "\"50ms\"", tag: "graph-fade", graph: true)
+        print("graph control, crossfade 50 ms: steady max step \(faded.steady), while changing \(faded.swapping), crossfades \(faded.crossfades)")
+        XCTAssertGreaterThan(faded.steady, 0.001, "the sine reached the output")
+        XCTAssertEqual(faded.dropouts, 0, "the node's output has no dropouts")
+        XCTAssertLessThanOrEqual(faded.steady, sineStep * 1.1)
+        XCTAssertLessThanOrEqual(faded.swapping, faded.steady * 1.1)
+        XCTAssertEqual(faded.crossfades, 4)
+
+        let hard = try swapDuringPlayback(crossfade: "0", tag: "graph-hard", graph: true)
+        print("graph control, crossfade 0: steady max step \(hard.steady), while changing \(hard.swapping)")
+        XCTAssertGreaterThan(hard.swapping, hard.steady * 10, "a hard switch clicks: the measurement can fail")
     }
 
     /// A failing load during playback keeps the current IR and logs the error naming the file.
