@@ -202,8 +202,8 @@ final class FilterGraphTests: XCTestCase {
             XCTAssertTrue(unchanged.outputErrors.contains { $0.errorDB > -100 }, "the controls' change was not heard: \(unchanged)")
         }
         // The judge's teeth: one link left out, one mixer gain 10 % off, one output a sample late,
-        // one biquad's frequency 10 % off, one spatializer turned by 10 degrees.
-        for mistake in ["link", "gain", "delay", "biquad", "direction"] {
+        // one biquad's frequency 1 % off, one EQ band left out, one spatializer turned by 10 degrees.
+        for mistake in ["link", "gain", "delay", "biquad", "band", "direction"] {
             let mutated: GraphAnswer = try JudgeScript.run(
                 "judge_filter_graph.py", GraphSpec(config: path("ours.conf"), calls: record.path, rate: 48000, mutate: mistake),
                 workDirectory: daemon.runtimeDirectory)
@@ -213,6 +213,7 @@ final class FilterGraphTests: XCTestCase {
             // no biquad here, or only at 0 dB (sink-eq6's bands: a frequency off changes nothing)
             if mistake == "biquad" && (!ours.contains("bq_") || name == "sink-eq6.conf") { continue }
             if mistake == "direction" && !ours.contains("spatializer") { continue }
+            if mistake == "band" && !ours.contains("param_eq") { continue }
             XCTAssertFalse(failing.isEmpty, "\(name): a graph with a wrong \(mistake) passed the judge: \(mutated)")
         }
 

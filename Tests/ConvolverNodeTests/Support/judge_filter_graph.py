@@ -17,8 +17,8 @@ record, float32 frames: inputs then outputs), rate, pipewire (the version filter
 are those of), optionally `controls` ({"node:Port": value}: changed live before the record began)
 and `mutate`: a deliberate mistake in this evaluation ("link": the first link left out; "gain":
 the first mixer's first gain 10 % off; "delay": the first output one sample late; "biquad": the
-first biquad's Freq, if not 0, or a bq_raw's b0, 10 % off; "direction": the first spatializer's
-azimuth 10 degrees off). A mutated evaluation must not match a correct node (negative test).
+first biquad's Freq, if not 0, or a bq_raw's b0, 1 % off; "band": the first param_eq's first band
+left out; "direction": the first spatializer's azimuth 10 degrees off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
 """
@@ -284,7 +284,7 @@ def run_graph(graph, signal, instance, rate, mutate, version):
     frames = len(signal)
     produced = {}
     done = set()
-    mutated = {"gain": mutate == "gain", "biquad": mutate == "biquad", "direction": mutate == "direction"}
+    mutated = {"gain": mutate == "gain", "biquad": mutate == "biquad", "band": mutate == "band", "direction": mutate == "direction"}
 
     def input_signal(node_name, port):
         if (node_name, port) in graph_inputs:
@@ -339,7 +339,10 @@ def run_graph(graph, signal, instance, rate, mutate, version):
                     out = input_signal(name, f"In {channel + 1}")
                     for shape, freq, q, gain in bands:
                         if mutated["biquad"] and freq > 0:
-                            freq, mutated["biquad"] = freq * 1.1, False
+                            freq, mutated["biquad"] = freq * 1.01, False
+                        if mutated["band"]:
+                            mutated["band"] = False
+                            continue
                         b, a = biquad(shape, freq, q, gain, rate, True)
                         out = lfilter(b, a, out)
                     produced[(name, f"Out {channel + 1}")] = out
@@ -355,7 +358,7 @@ def run_graph(graph, signal, instance, rate, mutate, version):
                         best = entry_rate
                         chosen = [number(entry.get(k), 1.0 if k in ("b0", "a0") else 0.0) for k in ("b0", "b1", "b2", "a0", "a1", "a2")]
                 if mutated["biquad"]:
-                    chosen[0], mutated["biquad"] = chosen[0] * 1.1, False
+                    chosen[0], mutated["biquad"] = chosen[0] * 1.01, False
                 values = [np.float32(v) for v in chosen]
                 inverse = np.float32(1) / values[3] if values[3] != 0 else np.float32(0)
                 b = [float(values[i] * inverse) for i in (0, 1, 2)]
@@ -364,7 +367,7 @@ def run_graph(graph, signal, instance, rate, mutate, version):
             elif label.startswith("bq_") and label != "bq_raw":
                 freq = number(control.get("Freq"))
                 if mutated["biquad"]:
-                    freq, mutated["biquad"] = freq * 1.1, False
+                    freq, mutated["biquad"] = freq * 1.01, False
                 b, a = biquad(label[3:], freq, number(control.get("Q")), number(control.get("Gain")), rate, one_dot_x)
                 produced[(name, "Out")] = lfilter(b, a, input_signal(name, "In"))
             else:
