@@ -71,16 +71,7 @@ def run_case(graph, case, quantum, changes, directory, executable, one_dot_x):
         noise = np.random.default_rng(3).uniform(-0.2, 0.2, (int(seconds * live.RATE), len(positions))).astype(np.float32)
         input_path = os.path.join(directory, f"input-{tag}.wav")
         wavfile.write(input_path, live.RATE, noise)
-        recorder = graph.start([graph.recorder, f"rec-{tag}", "FL,FR", "/dev/null", str(int(seconds + 60))],
-                               f"rec-{tag}.log", {"PIPEWIRE_PROPS": "{ node.want-driver = true }"})
-        player = graph.start(["pw-play", "-P", f"{{ node.name = play-{tag} node.want-driver = false {live.PORTS} }}",
-                              "--channels", str(len(positions)), "--channel-map", ",".join(positions), input_path],
-                             f"play-{tag}.log")
-        graph.wait_for_ports([f"play-{tag}:output_FL", f"rec-{tag}:input_FL"])
-        for position in ("FL", "FR"):
-            graph.run("pw-link", f"{playback}:output_{position}", f"rec-{tag}:input_{position}")
-        for position in positions:
-            graph.run("pw-link", f"play-{tag}:output_{position}", f"{capture}:playback_{position}")
+        recorder, player = graphs.play_through(graph, tag, capture, playback, positions, input_path, "/dev/null", seconds + 60)
         live.settle_on_quantum(graph, capture, quantum)
         for index in range(changes):
             gain = -6 if index % 2 == 0 else 3

@@ -166,6 +166,22 @@ def stream_ports(graph, node, prefixes):
     return [port for port in listed if port.startswith(node + ":") and port.split(":", 1)[1].startswith(prefixes)]
 
 
+def play_through(graph, tag, capture, playback, positions, input_path, recording, recorder_seconds):
+    """pw-play of `input_path` into the capture stream's ports, the test recorder on the playback
+    stream's FL and FR, linked by hand; (recorder, player)."""
+    recorder = graph.start([graph.recorder, f"rec-{tag}", "FL,FR", recording, str(int(recorder_seconds))],
+                           f"rec-{tag}.log", {"PIPEWIRE_PROPS": "{ node.want-driver = true }"})
+    player = graph.start(["pw-play", "-P", f"{{ node.name = play-{tag} node.want-driver = false {live.PORTS} }}",
+                          "--channels", str(len(positions)), "--channel-map", ",".join(positions), input_path],
+                         f"play-{tag}.log")
+    graph.wait_for_ports([f"play-{tag}:output_FL", f"rec-{tag}:input_FL"])
+    for position in ("FL", "FR"):
+        graph.run("pw-link", f"{playback}:output_{position}", f"rec-{tag}:input_{position}")
+    for position in positions:
+        graph.run("pw-link", f"play-{tag}:output_{position}", f"{capture}:playback_{position}")
+    return recorder, player
+
+
 def run_case(graph, system, case, quantum, seconds, directory, executable, one_dot_x, pipewire):
     tag = f"{system}-{case}-{quantum}-{time.monotonic_ns() % 100000}"
     text, capture, playback, positions, outputs = case_config(case, directory)
@@ -189,16 +205,7 @@ def run_case(graph, system, case, quantum, seconds, directory, executable, one_d
         input_path = os.path.join(directory, f"input-{tag}.wav")
         wavfile.write(input_path, RATE, played)
         recording = os.path.join(directory, f"{tag}.f32")
-        recorder = graph.start([graph.recorder, f"rec-{tag}", "FL,FR", recording, str(int(3 * seconds + 60))],
-                               f"rec-{tag}.log", {"PIPEWIRE_PROPS": "{ node.want-driver = true }"})
-        player = graph.start(["pw-play", "-P", f"{{ node.name = play-{tag} node.want-driver = false {live.PORTS} }}",
-                              "--channels", str(len(positions)), "--channel-map", ",".join(positions), input_path],
-                             f"play-{tag}.log")
-        graph.wait_for_ports([f"play-{tag}:output_FL", f"rec-{tag}:input_FL"])
-        for position in ("FL", "FR"):
-            graph.run("pw-link", f"{playback}:output_{position}", f"rec-{tag}:input_{position}")
-        for position in positions:
-            graph.run("pw-link", f"play-{tag}:output_{position}", f"{capture}:playback_{position}")
+        recorder, player = play_through(graph, tag, capture, playback, positions, input_path, recording, 3 * seconds + 60)
         if system == "swift-convolver":
             live.settle_on_quantum(graph, capture, quantum)
         cpu_start, wall_start = live.process_cpu_seconds(node.pid), time.monotonic()

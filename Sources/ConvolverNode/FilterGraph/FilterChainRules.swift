@@ -22,6 +22,6 @@ public struct FilterChainRules: Sendable, Equatable {
         FilterChainRules(
             biquadFormulas: PipeWireVersion.runningIsOneDotX ? .pipeWire1 : .pipeWire03,
             delaysThroughSeconds: PipeWireVersion.runningIsOneDotX,
-            mixerScalesALoneInput: PipeWireVersion.runningIsAtLeast(0, 3, 81))
+            mixerScalesALoneInput: !PipeWireVersion.runningIsAtLeast(0, 3, 61) || PipeWireVersion.runningIsAtLeast(0, 3, 81))
     }
 }
