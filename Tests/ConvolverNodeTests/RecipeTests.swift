@@ -27,15 +27,7 @@ final class RecipeTests: XCTestCase {
         let install = try system.run(["dpkg", "-i", package])
         guard install.status == 0 else { throw TestFailure("dpkg -i: \(install.output)") }
         runner = try RecipeRunner(daemon: daemon, system: system, home: daemon.runtimeDirectory + "/home")
-        try daemon.createNullSink("device", description: "Headphones")
-        background.append(try daemon.startWirePlumber())
-        guard
-            waitUntil(
-                timeout: 20,
-                {
-                    (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("device")) == true
-                })
-        else { throw TestFailure("WirePlumber did not make the null sink 'device' the default") }
+        background.append(try daemon.startWirePlumber(withDefaultSink: "device", description: "Headphones"))
     }
 
     override func tearDown() {
@@ -65,7 +57,7 @@ final class RecipeTests: XCTestCase {
             ], logName: "ears.log")
         background.append(ears)
         self.ears = ears
-        guard waitUntil(timeout: 20, { ((try? SinkGraph.links(self.daemon)) ?? []).contains("device:monitor_FL -> ears:input_FL") })
+        guard waitUntil(timeout: 20, { ((try? self.daemon.links()) ?? []).contains("device:monitor_FL -> ears:input_FL") })
         else { throw TestFailure("WirePlumber did not link the recorder to the device's monitor") }
         return recording
     }
@@ -78,7 +70,7 @@ final class RecipeTests: XCTestCase {
         let app = try daemon.spawn(["pw-play", "-P", "{ node.name = app }", file], logName: "app.log")
         var links: Set<String> = []
         _ = waitUntil(timeout: 10) {
-            links = (try? SinkGraph.links(self.daemon)) ?? []
+            links = (try? self.daemon.links()) ?? []
             return links.contains("app:output_FL -> \(sink):playback_FL") || !app.isRunning
         }
         XCTAssertTrue(links.contains("app:output_FL -> \(sink):playback_FL"), "the app plays into \(sink): \(links.sorted())")

@@ -47,7 +47,7 @@ final class SinkModeTests: XCTestCase {
     func testWirePlumberRoutesATargetedStreamThroughTheSinkToTheDefaultSink() throws {
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.3, seconds: 1.5, leadOut: 1.0), to: path("input.wav"))
-        try startWirePlumberWithTestSink()
+        background.append(try daemon.startWirePlumber(withDefaultSink: "testsink", description: "TestSink"))
 
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-wp")
         let client = try ModuleClient.start(
@@ -59,7 +59,7 @@ final class SinkModeTests: XCTestCase {
         background.append(client)
         // The playback stream goes to the default sink on its own (WirePlumber links it).
         try waitFor("WirePlumber linked output.conv-wp to testsink; client log:\n\(client.log)", timeout: 30) {
-            let links = (try? SinkGraph.links(self.daemon)) ?? []
+            let links = (try? self.daemon.links()) ?? []
             return links.contains("output.conv-wp:output_FL -> testsink:playback_FL")
                 && links.contains("output.conv-wp:output_FR -> testsink:playback_FR")
         }
@@ -87,14 +87,14 @@ final class SinkModeTests: XCTestCase {
             ],
             logName: "rec-wp.log")
         try waitFor("WirePlumber linked the recorder to testsink's monitor", timeout: 20) {
-            ((try? SinkGraph.links(self.daemon)) ?? []).contains("testsink:monitor_FL -> rec-wp:input_FL")
+            ((try? self.daemon.links()) ?? []).contains("testsink:monitor_FL -> rec-wp:input_FL")
         }
         let player = try spawn(
             ["pw-play", "--target", "conv-wp", "-P", "{ node.name = play-wp }", path("input.wav")],
             logName: "play-wp.log")
         var routedLinks: Set<String> = []
         waitUntil(timeout: 10) {
-            routedLinks = (try? SinkGraph.links(self.daemon)) ?? []
+            routedLinks = (try? self.daemon.links()) ?? []
             return routedLinks.contains("play-wp:output_FL -> conv-wp:playback_FL") || !player.isRunning
         }
         XCTAssertTrue(
@@ -129,7 +129,7 @@ final class SinkModeTests: XCTestCase {
             logName: "play-default.log")
         var defaultLinks: Set<String> = []
         waitUntil(timeout: 10) {
-            defaultLinks = (try? SinkGraph.links(self.daemon)) ?? []
+            defaultLinks = (try? self.daemon.links()) ?? []
             return defaultLinks.contains("play-default:output_FR -> conv-wp:playback_FR") || !defaultPlayer.isRunning
         }
         XCTAssertTrue(
@@ -152,12 +152,12 @@ final class SinkModeTests: XCTestCase {
                 "--target", "othersink", "--ir", path("ir.wav"),
             ], logName: "conv-target.log")
         try waitFor("WirePlumber linked output.conv-target to othersink; log:\n\(targeted.log)", timeout: 30) {
-            let links = (try? SinkGraph.links(self.daemon)) ?? []
+            let links = (try? self.daemon.links()) ?? []
             return links.contains("output.conv-target:output_FL -> othersink:playback_FL")
                 && links.contains("output.conv-target:output_FR -> othersink:playback_FR")
         }
         XCTAssertFalse(
-            ((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
+            ((try? daemon.links()) ?? []).contains { $0.hasPrefix("output.conv-target:") && !$0.contains("othersink") },
             "output.conv-target goes only to its target")
 
         // Both plays into conv-wp: its output was the convolution of its input throughout, and
@@ -184,7 +184,7 @@ final class SinkModeTests: XCTestCase {
         try daemon.setQuantum(256)
         try SinkSignals.write(SinkSignals.impulse(frames: 4800), to: path("ir.wav"))
         try SinkSignals.write(SinkSignals.noise(leadIn: 0.3, seconds: 1.5, leadOut: 0.5), to: path("input.wav"))
-        try startWirePlumberWithTestSink()
+        background.append(try daemon.startWirePlumber(withDefaultSink: "testsink", description: "TestSink"))
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-smart")
         let client = try ModuleClient.start(
             daemon, name: "smart",
@@ -205,12 +205,12 @@ final class SinkModeTests: XCTestCase {
         // An app that plays to the default sink goes through the convolver, on to testsink.
         let player = try spawn(["pw-play", "-P", "{ node.name = play-smart }", path("input.wav")], logName: "play-smart.log")
         try waitFor("WirePlumber put the smart filter in front of testsink", timeout: 20) {
-            let links = (try? SinkGraph.links(self.daemon)) ?? []
+            let links = (try? self.daemon.links()) ?? []
             return links.contains("play-smart:output_FL -> conv-smart:playback_FL")
                 && links.contains("output.conv-smart:output_FL -> testsink:playback_FL")
         }
         XCTAssertFalse(
-            ((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("play-smart:") && $0.contains("testsink") },
+            ((try? daemon.links()) ?? []).contains { $0.hasPrefix("play-smart:") && $0.contains("testsink") },
             "the app is not linked straight to the device")
         XCTAssertTrue(player.waitForExit(timeout: 20), "pw-play finished; log: \(player.log)")
 
@@ -223,10 +223,10 @@ final class SinkModeTests: XCTestCase {
         try SinkSignals.write(SinkSignals.noise(leadIn: 0, seconds: 1.0, leadOut: 0), to: path("short.wav"))
         let direct = try spawn(["pw-play", "-P", "{ node.name = play-direct }", path("short.wav")], logName: "play-direct.log")
         try waitFor("WirePlumber linked the next app straight to testsink", timeout: 20) {
-            ((try? SinkGraph.links(self.daemon)) ?? []).contains("play-direct:output_FL -> testsink:playback_FL")
+            ((try? self.daemon.links()) ?? []).contains("play-direct:output_FL -> testsink:playback_FL")
         }
         XCTAssertFalse(
-            ((try? SinkGraph.links(daemon)) ?? []).contains { $0.hasPrefix("play-direct:") && $0.contains("conv-smart") },
+            ((try? daemon.links()) ?? []).contains { $0.hasPrefix("play-direct:") && $0.contains("conv-smart") },
             "a disabled smart filter is left out")
         XCTAssertTrue(direct.waitForExit(timeout: 20), "pw-play finished; log: \(direct.log)")
 
@@ -236,16 +236,6 @@ final class SinkModeTests: XCTestCase {
             record, inputs: 2, outputs: 2, entries: SinkGraph.stereo(path("ir.wav")),
             segments: [.init(wet: 1, dry: 0)], played: path("input.wav"), workDirectory: daemon.runtimeDirectory)
         RecordJudge.assertExact(result, outputs: 2, label: "smart filter")
-    }
-
-    /// A null sink `testsink` for the convolved audio to go to (the headless daemon has no
-    /// device), then WirePlumber, which makes it the default sink.
-    private func startWirePlumberWithTestSink() throws {
-        try daemon.createNullSink("testsink", description: "TestSink")
-        background.append(try daemon.startWirePlumber())
-        try waitFor("WirePlumber made testsink the default sink", timeout: 20) {
-            (try? self.daemon.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains("testsink")) == true
-        }
     }
 
     // MARK: - Without a session manager
@@ -645,25 +635,6 @@ enum SinkGraph {
     static func handLinkedStream(_ name: String) -> String {
         "{ node.name = \(name) node.want-driver = false "
             + "adapter.auto-port-config = { mode = dsp monitor = false control = false position = preserve } }"
-    }
-
-    /// Links as "node:port -> node:port", from `pw-link -l`.
-    static func links(_ daemon: PrivatePipeWire) throws -> Set<String> {
-        let (status, output) = try daemon.run(["pw-link", "-l"])
-        guard status == 0 else { throw TestFailure("pw-link -l failed: \(output)") }
-        var links: Set<String> = []
-        var current = ""
-        for line in output.split(separator: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if trimmed.hasPrefix("|->") {
-                links.insert("\(current) -> \(trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces))")
-            } else if trimmed.hasPrefix("|<-") {
-                links.insert("\(trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces)) -> \(current)")
-            } else {
-                current = trimmed
-            }
-        }
-        return links
     }
 
     /// The convolver's own Props (`params` holding "gain") of the node `node`, from pw-dump.

@@ -230,6 +230,25 @@ final class PrivatePipeWire {
         guard status == 0 else { throw TestFailure("pw-cli create-node (null sink \(name)) failed (\(status)): \(output)") }
     }
 
+    /// Links as "node:port -> node:port", from `pw-link -l`.
+    func links() throws -> Set<String> {
+        let (status, output) = try run(["pw-link", "-l"])
+        guard status == 0 else { throw TestFailure("pw-link -l failed: \(output)") }
+        var links: Set<String> = []
+        var current = ""
+        for line in output.split(separator: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("|->") {
+                links.insert("\(current) -> \(trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces))")
+            } else if trimmed.hasPrefix("|<-") {
+                links.insert("\(trimmed.dropFirst(3).trimmingCharacters(in: .whitespaces)) -> \(current)")
+            } else {
+                current = trimmed
+            }
+        }
+        return links
+    }
+
     /// Runs a tool to completion (with a timeout) and returns its status and output.
     @discardableResult
     func run(_ arguments: [String], timeout: TimeInterval = 10) throws -> (status: Int32, output: String) {

@@ -100,10 +100,10 @@ final class RecipeRunner {
     }
 
     private func systemctl(_ arguments: [String], record: NodeRecord?, nodes: [String: (name: String, ports: Int)]) throws {
+        if arguments == ["restart", "filter-chain"] { return try startFilterChainService(record: record, nodes: nodes) }
         let unitText = try system.run(["cat", Self.unitPath])
         guard unitText.status == 0 else { throw TestFailure("the package installed no \(Self.unitPath): \(unitText.output)") }
         if arguments == ["daemon-reload"] { return }
-        if arguments == ["restart", "filter-chain"] { return try startFilterChainService(record: record, nodes: nodes) }
         guard arguments.count == 3, arguments[0] == "enable", arguments[1] == "--now", arguments[2].hasPrefix("swift-convolver@")
         else { throw TestFailure("systemctl --user \(arguments.joined(separator: " ")): the tests run only enable --now of the template unit") }
         var name = String(arguments[2].dropFirst("swift-convolver@".count))

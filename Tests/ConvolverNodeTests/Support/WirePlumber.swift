@@ -37,4 +37,19 @@ extension PrivatePipeWire {
         }
         return wireplumber
     }
+
+    /// A null sink `name` standing in for the user's device (the headless daemon has none), then
+    /// WirePlumber, waited on until it has made that sink the default.
+    func startWirePlumber(withDefaultSink name: String, description: String) throws -> BackgroundProcess {
+        try createNullSink(name, description: description)
+        let wireplumber = try startWirePlumber()
+        let isDefault = waitUntil(timeout: 20) {
+            (try? self.run(["pw-metadata", "-n", "default", "0", "default.audio.sink"]).output.contains(name)) == true
+        }
+        guard isDefault else {
+            wireplumber.stop()
+            throw TestFailure("WirePlumber did not make the null sink '\(name)' the default:\n\(wireplumber.log)")
+        }
+        return wireplumber
+    }
 }
