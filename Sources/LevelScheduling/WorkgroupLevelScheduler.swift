@@ -135,6 +135,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     public private(set) var cycleStalledNanos: UInt64 = 0
     /// Mutated in place on the data thread only: uniquely referenced, never copied.
     private var dataThreadJobGauges: [StallGauge] = []
+    /// Per data-thread level, its job in progress (mutated in place on the data thread only).
+    private var spreadJobs: [SpreadJob] = []
+    /// The call size the engine was planned for (0: unknown, a data-thread job runs whole).
+    private var expectedCallFrames = 0
     private var waitLimit: UInt64 = .max
     private var nanosecondsPerSample = 1e9 / 48000
 
@@ -162,10 +166,12 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         cycleStalledNanos = 0
         waitLimit = waitLimitNanos
         nanosecondsPerSample = 1e9 / sampleRate
+        for level in spreadJobs.indices where spreadJobs[level].isRunning { runShare(ofDataThreadJob: level) }
     }
 
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
         try prepareLevels(runner: runner, levels: levels, splitting: false)
+        expectedCallFrames = 0
     }
 
     /// Setup with the engine's split offer: decides the part count (see `configuration.split`),
@@ -187,6 +193,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             }
         }
         try prepareLevels(runner: runner, levels: levels, splitting: parts > 1)
+        expectedCallFrames = split.expectedCallFrames
         guard parts > 1 else { return 1 }
         splitRunner.runner = runner
         var splitConfiguration = JobPoolConfiguration()
@@ -211,6 +218,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         self.levels = levels
         dataThreadLevelCount = configuration.dataThreadLevelCount(levels)
         dataThreadJobGauges = Array(repeating: StallGauge(), count: dataThreadLevelCount)
+        spreadJobs = (0..<dataThreadLevelCount).map { SpreadJob(stepCount: runner.levelJobStepCount(level: $0)) }
         let pooledLevels = levels.dropFirst(dataThreadLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
@@ -225,17 +233,12 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     }
 
     /// Real-time safe: records the job and posts a semaphore; never blocks. A data-thread level's
-    /// job runs here, whole.
+    /// job starts here and is spread over the calls until it is due (`SpreadJob`).
     public func post(level: Int, block: Int, dueInSamples: Int) {
         if level < dataThreadLevelCount {
-            let jobStart = monotonicNanos()
-            runner?.runLevelJob(level: level, block: block)
-            if configuration.testDataThreadJobOverrunNanos > 0 {
-                while monotonicNanos() &- jobStart < configuration.testDataThreadJobOverrunNanos {}
-            }
-            let jobNanos = monotonicNanos() &- jobStart
-            cycleJobNanos &+= jobNanos
-            cycleStalledNanos &+= dataThreadJobGauges[level].stalledNanos(ofRun: jobNanos)
+            finish(dataThreadJob: level)  // the level's jobs run in order
+            spreadJobs[level].start(block: block, shares: shareCount(level: level, dueInSamples: dueInSamples))
+            runShare(ofDataThreadJob: level)
             return
         }
         guard let pool else { return }
@@ -247,7 +250,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// Real-time safe: returns at once when the job is done, else waits on the level's semaphore
     /// at most until the cycle's wait limit; false counts a late level.
     public func awaitResult(level: Int, block: Int) -> Bool {
-        guard level >= dataThreadLevelCount else { return true }  // ran in `post`
+        guard level >= dataThreadLevelCount else {
+            if spreadJobs[level].block == block { finish(dataThreadJob: level) }
+            return true
+        }
         guard let pool else { return false }
         let waitStart = monotonicNanos()
         defer { cycleWaitNanos &+= monotonicNanos() &- waitStart }
@@ -281,6 +287,37 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         return splitPool.awaitCompletion(queue: part - 1, sequence: sequence, until: cycleStarted ? waitLimit : .max)
     }
 
+    /// Over how many calls a data-thread job posted `dueInSamples` after its call's start is
+    /// spread: the calls that start before it is due, at most those before its level's next post.
+    /// Without cycles (offline render, tests) or a known call size: one, the whole job at once.
+    private func shareCount(level: Int, dueInSamples: Int) -> Int {
+        guard cycleStarted, expectedCallFrames > 0 else { return 1 }
+        let beforeDue = dueInSamples / expectedCallFrames
+        let beforeNextPost = levels[level].blockSize / expectedCallFrames
+        return max(1, min(beforeDue, beforeNextPost))
+    }
+
+    /// Runs this call's share of data-thread level `level`'s job in progress, timed into the
+    /// cycle's job time. Real-time safe.
+    private func runShare(ofDataThreadJob level: Int) {
+        let jobStart = monotonicNanos()
+        let steps = spreadJobs[level].takeShare()
+        runner?.runLevelJob(level: level, block: spreadJobs[level].block, steps: steps)
+        if configuration.testDataThreadJobOverrunNanos > 0 && steps.lowerBound == 0 {
+            while monotonicNanos() &- jobStart < configuration.testDataThreadJobOverrunNanos {}
+        }
+        let jobNanos = monotonicNanos() &- jobStart
+        cycleJobNanos &+= jobNanos
+        cycleStalledNanos &+= dataThreadJobGauges[level].stalledNanos(ofRun: jobNanos)
+    }
+
+    /// Runs the rest of data-thread level `level`'s job in progress, if any. Real-time safe.
+    private func finish(dataThreadJob level: Int) {
+        guard spreadJobs[level].isRunning else { return }
+        spreadJobs[level].sharesLeft = 1
+        runShare(ofDataThreadJob: level)
+    }
+
     /// Waits until every posted job (levels and split parts) has run (offline render end, tests).
     /// Not real-time safe.
     public func waitUntilIdle() {
@@ -289,6 +326,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     }
 
     public func stop() {
+        spreadJobs = []
         pool?.stop()
         pool = nil
         splitPool?.stop()
@@ -410,5 +448,38 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
                     + "dropped \(level.droppedJobs), \(level.jobs)")
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// A data-thread level's job spread over the calls before it is due, so that no one call carries
+/// it whole: its steps (`LevelJobRunner.levelJobStepCount`) in equal shares, one share per call.
+/// Why: run whole, the job made the call that completes its block the data thread's longest
+/// (docs/facts.md, "Data-thread jobs spread over calls").
+struct SpreadJob {
+    let stepCount: Int
+    /// The job's output block (-1: none yet).
+    private(set) var block = -1
+    private(set) var nextStep = 0
+    /// Calls left to share the remaining steps (the current one included).
+    var sharesLeft = 0
+
+    init(stepCount: Int) { self.stepCount = stepCount }
+
+    var isRunning: Bool { block >= 0 && nextStep < stepCount }
+
+    mutating func start(block: Int, shares: Int) {
+        self.block = block
+        nextStep = 0
+        sharesLeft = shares
+    }
+
+    /// The steps for this call: the remaining ones divided by the calls left, rounded up.
+    mutating func takeShare() -> Range<Int> {
+        let remaining = stepCount - nextStep
+        let count = (remaining + max(sharesLeft, 1) - 1) / max(sharesLeft, 1)
+        let share = nextStep..<(nextStep + count)
+        nextStep += count
+        sharesLeft = max(sharesLeft - 1, 0)
+        return share
     }
 }

@@ -254,10 +254,13 @@ final class WorkgroupEngineTests: XCTestCase {
                 .init(input: 0, output: 0, impulse: [Float].noise(20000, using: &generator)),
                 .init(input: 1, output: 1, impulse: [Float].noise(20000, using: &generator)),
             ])
-        let scheduler = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
-        let engine = try ConvolutionEngine(
-            matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
-            scheduler: scheduler)
+        // The two shortest levels on the data thread, their jobs spread over the 64-frame calls.
+        var schedulerConfiguration = unpacedConfiguration(threads: 2)
+        schedulerConfiguration.inlineLevelCount = 2
+        let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
+        var configuration = manyLevelConfiguration(impulseLength: 20000)
+        configuration.expectedBlockSize = 64
+        let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         defer { engine.stop() }
         let frames = 64
         let buffers = (0..<4).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }

@@ -114,7 +114,16 @@ public final class ConvolutionEngine: LevelJobRunner {
     /// Runs one job of tail level `level + 1` (scheduler numbering). Real-time safe.
     public func runLevelJob(level: Int, block: Int) {
         DenormalFlush.enableOnCurrentThread()
-        tails[level].run(block: block, history: history, routing: routing)
+        tails[level].run(block: block, steps: 0..<tails[level].stepCount, history: history, routing: routing)
+    }
+
+    /// A transform or one segment's products per step (see `TailLevel.run`).
+    public func levelJobStepCount(level: Int) -> Int { tails[level].stepCount }
+
+    /// Runs steps `steps` of one job of tail level `level + 1`. Real-time safe.
+    public func runLevelJob(level: Int, block: Int, steps: Range<Int>) {
+        DenormalFlush.enableOnCurrentThread()
+        tails[level].run(block: block, steps: steps, history: history, routing: routing)
     }
 
     /// Runs part `part` of the head's per-output work for call piece `sequence` (fork-join split).

@@ -11,6 +11,12 @@ public protocol LevelJobRunner: AnyObject {
     /// Computes output block `block` of level `level`. Jobs of one level must run in order of
     /// `block`, one at a time; jobs of different levels may run concurrently.
     func runLevelJob(level: Int, block: Int)
+    /// Into how many steps a job of `level` divides: a scheduler that runs the job on the data
+    /// thread spreads the steps over the calls before it is due. Setup only.
+    func levelJobStepCount(level: Int) -> Int
+    /// Runs steps `steps` of job `(level, block)`. A job's steps run in order, all of them before
+    /// the next job of its level; running `0..<levelJobStepCount(level:)` is `runLevelJob`.
+    func runLevelJob(level: Int, block: Int, steps: Range<Int>)
     /// Computes part `part` (≥ 1) of the data thread's own share of the current call (fork-join
     /// split, see `SplitShare`). Parts of one call may run concurrently with each other and with
     /// part 0 (which the engine runs itself); one part runs at a time. Real-time safe.
@@ -22,6 +28,11 @@ public protocol LevelJobRunner: AnyObject {
 }
 
 extension LevelJobRunner {
+    /// Default: one step, the whole job.
+    public func levelJobStepCount(level: Int) -> Int { 1 }
+    public func runLevelJob(level: Int, block: Int, steps: Range<Int>) {
+        if !steps.isEmpty { runLevelJob(level: level, block: block) }
+    }
     public func runSplitPart(part: Int, sequence: Int) {}
     public func estimatedSplitShareNanoseconds() -> Double { .nan }
 }

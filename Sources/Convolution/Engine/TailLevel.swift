@@ -9,7 +9,8 @@ final class TailLevel {
     let offset: Int
     let fft: RealFFT
     let delayLine: FrequencyDelayLine
-    private let accumulator: SplitSpectra
+    /// Per output: its spectrum being summed (a job's steps may be spread over calls).
+    private let accumulators: SplitSpectra
     private let fftScratch: InterleavedSpectra
     private let window: AlignedFloats
     private let timeBuffer: AlignedFloats
@@ -28,30 +29,45 @@ final class TailLevel {
         offset = level.offset
         fft = RealFFT.ofSize(2 * blockSize)
         delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
-        accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
+        accumulators = SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
         fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
         window = AlignedFloats(count: 2 * blockSize)
         timeBuffer = AlignedFloats(count: 2 * blockSize)
         resultSlotCount = (offset + blockSize - 1) / blockSize + 2
         results = AlignedFloats(count: resultSlotCount * routing.outputCount * blockSize)
+        inputCount = routing.inputCount
+        stepCount = routing.inputCount + routing.outputCount * (delayLine.segmentCount + 1)
     }
 
-    /// The job: output block `block` from input samples `(block - 1) * blockSize ..< (block + 1) * blockSize`.
-    /// Real-time safe.
-    func run(block: Int, history: InputHistory, routing: Routing) {
+    /// Steps of a job: one per input, one per output and segment, one per output.
+    let stepCount: Int
+    private let inputCount: Int
+
+    /// Steps `steps` of the job that makes output block `block` from input samples
+    /// `(block - 1) * blockSize ..< (block + 1) * blockSize`, in order: each input's forward
+    /// transform; each output's products, a segment at a time; each output's inverse transform.
+    /// The steps cost about the same (one transform, or one segment's products for every input),
+    /// so a job spread over calls in equal counts of steps spreads evenly. Real-time safe.
+    func run(block: Int, steps: Range<Int>, history: InputHistory, routing: Routing) {
         let slot = delayLine.slot(ofBlock: block)
-        for input in 0..<routing.inputCount {
-            history.read(channel: input, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
-            let x = delayLine.blockSpectrum(input: input, slot: slot)
-            fft.forward(window.pointer, spectrum: delayLine.blocks.spectrum(x), scratch: fftScratch.spectrum(0))
-        }
-        let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
-        for output in 0..<routing.outputCount {
-            let sum = accumulator.spectrum(0)
-            sum.update(repeating: 0, count: 2 * delayLine.binCount)
-            delayLine.accumulate(into: sum, output: output, segments: 0..<segmentCount, newestSlot: slot, routing: routing)
-            fft.inverse(spectrum: sum, output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
-            (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
+        let productSteps = routing.outputCount * segmentCount
+        for step in steps {
+            if step < inputCount {
+                history.read(channel: step, from: (block - 1) * blockSize, count: 2 * blockSize, into: window.pointer)
+                let x = delayLine.blockSpectrum(input: step, slot: slot)
+                fft.forward(window.pointer, spectrum: delayLine.blocks.spectrum(x), scratch: fftScratch.spectrum(0))
+            } else if step < inputCount + productSteps {
+                let (output, segment) = (step - inputCount).quotientAndRemainder(dividingBy: segmentCount)
+                let sum = accumulators.spectrum(output)
+                if segment == 0 { sum.update(repeating: 0, count: 2 * delayLine.binCount) }
+                delayLine.accumulate(
+                    into: sum, output: output, segments: segment..<(segment + 1), newestSlot: slot, routing: routing)
+            } else {
+                let output = step - inputCount - productSteps
+                fft.inverse(spectrum: accumulators.spectrum(output), output: timeBuffer.pointer, scratch: fftScratch.spectrum(0))
+                let resultBlock = results.pointer + (block % resultSlotCount) * routing.outputCount * blockSize
+                (resultBlock + output * blockSize).update(from: timeBuffer.pointer + blockSize, count: blockSize)
+            }
         }
     }
 
