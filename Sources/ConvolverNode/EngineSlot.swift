@@ -67,6 +67,7 @@ enum EngineFactory {
             maxPartitionSize: configuration.maxPartitionSize,
             placement: .node,
             sampleRate: Double(sampleRate),
+            costs: .measured,
             testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)

@@ -103,7 +103,7 @@ enum BenchCommand: Command {
             }
             for block in blocks {
                 let engine = try ConvolutionEngine(
-                    matrix: matrix, configuration: .init(expectedBlockSize: block, fixedPlan: fixedPlan))
+                    matrix: matrix, configuration: .init(expectedBlockSize: block, fixedPlan: fixedPlan, costs: .measured))
                 let partitioned = measure(engine, block: block, seconds: seconds, eviction: eviction)
                 let uniformEngine = try ConvolutionEngine(
                     matrix: matrix, configuration: .uniform(blockSize: block, impulseLength: matrix.impulseLength))

@@ -75,7 +75,7 @@ enum InspectCommand: Command {
                 })
             : try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
         let problem = planningProblem(matrix, quantum: quantum, sampleRate: rate)
-        let plan = PartitionPlanner.plan(problem)
+        let plan = PartitionPlanner.plan(problem, costs: .measured)
 
         if let hrtfSet {
             print(

@@ -156,7 +156,8 @@ enum RealtimePacer {
             let caseMatrix = matrix(length, channels)
             for block in blocks {
                 // Planned and priced as the node plans (the inline engine gets the same plan).
-                var configuration = EngineConfiguration(expectedBlockSize: block, placement: .node, sampleRate: sampleRate)
+                var configuration = EngineConfiguration(
+                    expectedBlockSize: block, placement: .node, sampleRate: sampleRate, costs: .measured)
                 if let inlineJobMicroseconds { configuration.placement?.dataThreadJobNanoseconds = Double(inlineJobMicroseconds) * 1000 }
                 let inline = runPaced(
                     engine: try ConvolutionEngine(matrix: caseMatrix, configuration: configuration),

@@ -111,7 +111,7 @@ enum RenderCommand: Command {
         let configuration =
             throughput
             ? EngineConfiguration.uniform(blockSize: block, impulseLength: matrix.impulseLength)
-            : EngineConfiguration(expectedBlockSize: block, sampleRate: rate)
+            : EngineConfiguration(expectedBlockSize: block, sampleRate: rate, costs: .measured)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         return (engine, max(0, matrix.impulseLength - 1))
     }

@@ -10,7 +10,8 @@ final class PartitionPlannerTests: XCTestCase {
                 let plan = PartitionPlanner.plan(
                     .init(
                         impulseLength: length, inputCount: 2, outputCount: 2, entryCount: 2,
-                        expectedBlockSize: quantum, maxPartitionSize: 16384))
+                        expectedBlockSize: quantum, maxPartitionSize: 16384),
+                    costs: Self.costs)
                 XCTAssertNoThrow(try plan.validate(), "\(plan)")
                 XCTAssertGreaterThanOrEqual(plan.levels.last!.end, length, "\(plan)")
                 XCTAssertLessThan(plan.levels.last!.offset, length, "a level that covers nothing: \(plan)")
@@ -23,10 +24,10 @@ final class PartitionPlannerTests: XCTestCase {
         let problem = PartitionPlanner.Problem(
             impulseLength: 480_000, inputCount: 2, outputCount: 2, entryCount: 2,
             expectedBlockSize: 64, maxPartitionSize: 16384)
-        let plan = PartitionPlanner.plan(problem)
+        let plan = PartitionPlanner.plan(problem, costs: Self.costs)
         XCTAssertGreaterThanOrEqual(plan.levels.count, 3, "\(plan)")
         let uniform = PartitionPlanner.layout(length: 480_000, headBlock: 64, tailSizes: [])!
-        let (uniformCost, _) = PartitionPlanner.cost(uniform, problem, .measured)
+        let (uniformCost, _) = PartitionPlanner.cost(uniform, problem, Self.costs)
         XCTAssertLessThan(plan.estimatedCoreFraction * 5, uniformCost, "plan \(plan)")
     }
 

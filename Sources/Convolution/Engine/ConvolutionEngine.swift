@@ -24,6 +24,8 @@ public final class ConvolutionEngine: LevelJobRunner {
     private let head: any Head
     private let tails: [TailLevel]
     private let scheduler: any LevelJobScheduler
+    /// What the plan was priced with (the split's estimate uses them too).
+    private let costs: MachineCosts
     /// Samples processed since the start (or the last reset).
     private var position = 0
 
@@ -33,7 +35,7 @@ public final class ConvolutionEngine: LevelJobRunner {
     ) throws {
         try matrix.validate()
         let problem = PartitionPlanner.Problem(matrix, configuration)
-        let plan = configuration.fixedPlan ?? PartitionPlanner.plan(problem)
+        let plan = configuration.fixedPlan ?? PartitionPlanner.plan(problem, costs: configuration.costs)
         try plan.validate()
         self.plan = plan
         inputCount = matrix.inputCount
@@ -52,7 +54,8 @@ public final class ConvolutionEngine: LevelJobRunner {
             : HeadLevel(plan.head, impulses: impulses, routing: routing)
         tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
-        let schedules = scheduler.usesLevelSchedules ? PartitionPlanner.tailSchedules(plan.levels, problem, .measured) : []
+        costs = configuration.costs
+        let schedules = PartitionPlanner.tailSchedules(plan.levels, problem, configuration.costs)
         let partCount = try scheduler.prepare(
             runner: self, levels: schedules,
             split: SplitShare(unitCount: head.splitUnitCount, expectedCallFrames: configuration.expectedBlockSize))
@@ -134,9 +137,9 @@ public final class ConvolutionEngine: LevelJobRunner {
     }
 
     /// The head's cost on a call that starts a head block (the costliest call of the data thread's
-    /// own share), from the planner's measured machine costs. Setup only.
+    /// own share), from the machine costs the plan was priced with. Setup only.
     public func estimatedSplitShareNanoseconds() -> Double {
-        head.estimatedBlockStartNanoseconds(costs: .measured, routing: routing)
+        head.estimatedBlockStartNanoseconds(costs: costs, routing: routing)
     }
 
     /// Clears all history: the engine continues as if just created. Real-time safe, but only

@@ -22,8 +22,8 @@ public protocol LevelJobRunner: AnyObject {
     /// part 0 (which the engine runs itself); one part runs at a time. Real-time safe.
     func runSplitPart(part: Int, sequence: Int)
     /// The engine's estimate of its data-thread share on the most expensive call of a head block
-    /// (the call that starts a block), in ns, from the planner's measured machine costs. Slow the
-    /// first time (measures the machine); setup only.
+    /// (the call that starts a block), in ns, from the machine costs the plan was priced with.
+    /// Setup only.
     func estimatedSplitShareNanoseconds() -> Double
 }
 
@@ -59,7 +59,7 @@ public struct LevelSchedule: Sendable, Equatable {
     /// Samples from the post (input block complete) to when the output needs the result.
     /// At least `blockSize`: one full period to compute asynchronously.
     public var dueAfterSamples: Int
-    /// The engine's estimate of one job's cost, ns, from the planner's measured machine costs
+    /// The engine's estimate of one job's cost, ns, from the machine costs the plan was priced with
     /// (nan: not estimated).
     public var estimatedJobNanoseconds: Double
     /// The engine's placement puts this level on the data thread (`PartitionPlanner.tailSchedules`):
@@ -84,9 +84,6 @@ public protocol LevelJobScheduler: AnyObject {
     /// Setup, off the real-time thread: the levels to run (index 0 here is engine level 1).
     /// Called again (after `stop()`) when the engine is rebuilt.
     func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws
-    /// Whether `prepare` reads the levels' deadlines and cost estimates (costed with this
-    /// machine's measured costs, which take time and memory to measure once per process).
-    var usesLevelSchedules: Bool { get }
     /// Input block `block` of `level` is complete. `dueInSamples`: samples from the start of the
     /// current `process` call until the result is needed. Real-time safe, never blocks.
     func post(level: Int, block: Int, dueInSamples: Int)
@@ -111,8 +108,6 @@ public protocol LevelJobScheduler: AnyObject {
 }
 
 extension LevelJobScheduler {
-    /// Default: it does.
-    public var usesLevelSchedules: Bool { true }
     /// Default: no split.
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
         try prepare(runner: runner, levels: levels)
@@ -132,9 +127,6 @@ public final class InlineScheduler: LevelJobScheduler {
     public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
         self.runner = runner
     }
-
-    /// It runs every job at once, whatever its deadline.
-    public var usesLevelSchedules: Bool { false }
 
     /// Real-time safe: runs the job on the caller's thread.
     public func post(level: Int, block: Int, dueInSamples: Int) {

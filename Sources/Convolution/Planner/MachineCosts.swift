@@ -3,7 +3,7 @@ import Glibc
 /// What the planner needs to know about this machine, measured on it: the time of a real FFT
 /// (forward + inverse) per size, of one complex multiply-add per bin, and of one tap of a direct
 /// (time-domain) head per output sample.
-public struct MachineCosts: Sendable {
+public struct MachineCosts: Sendable, Equatable {
     /// Nanoseconds for one forward plus one inverse real FFT, by FFT size.
     public var fftPairNanoseconds: [Int: Double]
     /// Nanoseconds per bin of `SpectrumKernels.multiplyAdd`, its spectra read from memory. In a live
@@ -33,7 +33,17 @@ public struct MachineCosts: Sendable {
 
     public func directTaps(_ tapSamples: Double) -> Double { tapSamples * directTapNanoseconds }
 
-    /// Measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
+    /// Costs typical of the 2-vCPU Xeon this project is measured on (the median of its measurements):
+    /// what the engine plans with unless told otherwise, the same on every machine, so that tests and
+    /// offline uses plan alike everywhere. The node and the CLI plan with `measured`.
+    public static let typical = MachineCosts(
+        fftPairNanoseconds: [
+            64: 150, 128: 250, 256: 450, 512: 900, 1024: 1900, 2048: 3800, 4096: 9000, 8192: 20000, 16384: 48000,
+            32768: 110_000,
+        ],
+        multiplyAddNanosecondsPerBin: 0.57, directTapNanoseconds: 0.08)
+
+    /// This machine's costs, measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
     /// then the median of that and the last measurements on this CPU model (`MachineCostsHistory`).
     /// One measurement alone varies enough on a busy or virtual machine that near-equal plans
     /// flipped from process to process; the median of several is a typical measurement, as the

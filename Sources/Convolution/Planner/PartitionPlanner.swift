@@ -89,9 +89,9 @@ public enum PartitionPlanner {
     /// Relative cost difference below which the planner keeps the simpler plan.
     static let planningTolerance = 0.05
 
-    /// The cheapest plan for `problem` under the measured `costs`: every head block size and every
-    /// subset of larger power-of-two tail block sizes is costed; the minimum wins.
-    public static func plan(_ problem: Problem, costs: MachineCosts = .measured) -> PartitionPlan {
+    /// The cheapest plan for `problem` under `costs`: every head block size and every subset of
+    /// larger power-of-two tail block sizes is costed; the minimum wins.
+    public static func plan(_ problem: Problem, costs: MachineCosts) -> PartitionPlan {
         let length = max(1, problem.impulseLength)
         let maxBlock = max(32, problem.maxPartitionSize)
         var best: (cost: Double, plan: PartitionPlan)?
