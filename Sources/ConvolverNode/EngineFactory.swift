@@ -1,0 +1,266 @@
+// How an engine is built from a NodeConfiguration: the IRs loaded and aligned, the matrix made,
+// the engine planned. Off the real-time thread.
+import Convolution
+import Glibc
+import LevelScheduling
+import Workgroup
+
+enum EngineFactory {
+    /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
+    /// Slow (file I/O, resampling, FFT planning): never on the data thread.
+    /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
+    static func makeSlot(
+        _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
+        context: OpaquePointer?
+    ) throws(ConvolverNodeError) -> EngineSlot {
+        let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate)
+        var schedulerConfiguration = WorkgroupSchedulerConfiguration()
+        schedulerConfiguration.threadCount = configuration.workgroupThreads
+        if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
+        schedulerConfiguration.sampleRate = Double(sampleRate)
+        schedulerConfiguration.split = configuration.workgroupSplit
+        schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
+        if configuration.testFault == .overrunDataThreadJobs {
+            schedulerConfiguration.testDataThreadJobOverrunNanos = UInt64(1.5e9 * Double(expectedBlockSize) / Double(sampleRate))
+        }
+        let engineConfiguration = EngineConfiguration(
+            expectedBlockSize: expectedBlockSize,
+            maxPartitionSize: configuration.maxPartitionSize,
+            placement: .node,
+            sampleRate: Double(sampleRate),
+            costs: .measured,
+            testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
+        let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
+        let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
+        let engine: ConvolutionEngine
+        do {
+            engine = try ConvolutionEngine(matrix: matrix, configuration: engineConfiguration, scheduler: scheduler)
+        } catch {
+            throw .engine("\(error)")
+        }
+        return EngineSlot(
+            engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
+            plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
+            autogainDB: autogainDB)
+    }
+
+    /// The matrix the engine runs: `makeMatrix`'s, with `autogain` applied (its gains in dB), and
+    /// the latency the node reports for it.
+    static func preparedMatrix(
+        _ configuration: NodeConfiguration, sampleRate: Int
+    )
+        throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?)
+    {
+        var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
+        let declared = configuration.graph?.declaredLatencyFrames(sampleRate: sampleRate).map(IRLatency.samples)
+        let latencyFrames = reportedLatency(declared ?? configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
+        guard configuration.autogain else { return (matrix, latencyFrames, nil) }
+        let gains = Autogain.gains(matrix, sampleRate: Double(sampleRate))
+        matrix = Autogain.apply(gains, to: matrix)
+        return (matrix, latencyFrames, gains.map { 20 * log10(Double($0)) })
+    }
+
+    /// The node's latency: the resampler's kept ringing plus `latency` samples, or with `auto` the
+    /// frame of the loudest IR sample (which includes that ringing).
+    static func reportedLatency(_ latency: IRLatency?, of matrix: ConvolutionMatrix, resamplerDelay: Int) -> Int {
+        switch latency {
+        case nil: return resamplerDelay
+        case .samples(let frames)?: return resamplerDelay + frames
+        case .auto?:
+            var (peak, frame) = (Float(0), 0)
+            for entry in matrix.entries {
+                for (index, sample) in entry.impulse.enumerated() where abs(sample) > peak { (peak, frame) = (abs(sample), index) }
+            }
+            return frame
+        }
+    }
+
+    /// The matrix of `configuration`'s IRs at `sampleRate`, and the latency they carry: with the
+    /// resampler's ringing kept, every entry is delayed to the latest one's, so the outputs stay
+    /// aligned and the graph can compensate one latency.
+    static func makeMatrix(
+        _ configuration: NodeConfiguration,
+        sampleRate: Int
+    ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
+        let channelCount = configuration.channelCount
+        if let graph = configuration.graph {
+            return (try graphMatrix(graph, configuration, sampleRate: sampleRate), 0)
+        }
+        if configuration.isSOFA, let filename = configuration.filename {
+            return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
+        }
+        if configuration.impulses.isEmpty, let filename = configuration.filename {
+            let options = loadOptions(
+                configuration, offset: configuration.offset, length: configuration.length,
+                delay: configuration.delay)
+            let impulseResponse = try load(
+                ImpulseResponse.closestInRate(filename, configuration.rateAlternatives, to: Double(sampleRate)),
+                key: "filename", sampleRate: sampleRate, options: options)
+            do {
+                return (
+                    try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount),
+                    impulseResponse.addedDelayFrames
+                )
+            } catch {
+                throw .impulseResponse(key: "filename", message: "\(error)", errno: EINVAL)
+            }
+        }
+        var loaded: [LoadedEntry] = []
+        for (index, impulse) in configuration.impulses.enumerated() {
+            let options = loadOptions(
+                configuration, channel: impulse.channel, offset: impulse.offset, length: impulse.length,
+                delay: impulse.delay, gain: impulse.gain)
+            let spec = ImpulseResponse.closestInRate(impulse.filename, impulse.rateAlternatives, to: Double(sampleRate))
+            let response = try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
+            loaded.append((impulse.input, impulse.output, response.channels[0], response.addedDelayFrames))
+        }
+        let (entries, resamplerDelayFrames) = aligned(loaded)
+        let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: configuration.outputCount, entries: entries)
+        do {
+            try matrix.validate()
+        } catch {
+            throw .impulseResponse(key: "impulses", message: "\(error)", errno: EINVAL)
+        }
+        return (matrix, resamplerDelayFrames)
+    }
+
+    /// filter-chain's graph compiled into one matrix. Each IR file is loaded once per set of
+    /// options, with all its channels; a convolver takes its `channel` (default: its instance's
+    /// index) modulo the file's channels, as filter-chain does. A spatializer's HRTF set is read
+    /// as filter-chain's reads it (libmysofa's `mysofa_open` at the graph's rate), once per file.
+    static func graphMatrix(
+        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
+    ) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        var loaded: [String: ImpulseResponse] = [:]
+        var sets: [String: HRTFSet] = [:]
+        let rules = FilterChainRules.running
+        return try graph.matrix(
+            inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
+            rules: rules
+        ) { node, request throws(ConvolverNodeError) in
+            switch request {
+            case .impulse(let impulse, let instance):
+                let spec = ImpulseResponse.closestInRate(
+                    impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
+                let options = try impulse.loadOptions(
+                    sampleRate: sampleRate, delaysThroughSeconds: rules.delaysThroughSeconds,
+                    preRinging: configuration.resamplePreRinging)
+                let cacheKey = "\(spec) \(options)"
+                let response: ImpulseResponse
+                if let cached = loaded[cacheKey] {
+                    response = cached
+                } else {
+                    response = try load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
+                    loaded[cacheKey] = response
+                }
+                return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
+            case .ear(let spatializer, let right):
+                let set: HRTFSet
+                if let cached = sets[spatializer.filename] {
+                    set = cached
+                } else {
+                    do {
+                        set = try HRTFSet(path: spatializer.filename, normalizedAt: Double(sampleRate))
+                    } catch {
+                        throw .impulseResponse(key: "filter.graph node '\(node)' filename", message: "\(error)", errno: EINVAL)
+                    }
+                    sets[spatializer.filename] = set
+                }
+                let ears = set.filters(for: spatializer.direction)
+                return (right ? ears.right : ears.left).map(Double.init)
+            }
+        }
+    }
+
+    /// Every input to both ears through the HRTF set's filters for its direction (its speaker's,
+    /// turned by `sofa`; LFE unfiltered), resampled like any IR and aligned to one resampler delay.
+    static func makeHRTFMatrix(
+        _ configuration: NodeConfiguration, path: String,
+        sampleRate: Int
+    ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
+        let set: HRTFSet
+        do { set = try HRTFSet(path: path) } catch { throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL) }
+        let options = loadOptions(
+            configuration, offset: configuration.offset, length: configuration.length,
+            delay: configuration.delay)
+        var loaded: [LoadedEntry] = []
+        for (input, position) in configuration.positions.enumerated() {
+            // One input is the source `sofa` places, whatever its position is called.
+            let speaker = configuration.channelCount == 1 ? SourceDirection() : SpeakerDirections.direction(of: position)
+            guard let speaker, position != "LFE" else {
+                loaded += [(input, 0, [1], 0), (input, 1, [1], 0)]  // LFE: unfiltered
+                continue
+            }
+            do {
+                let ears = try ImpulseResponse.load(
+                    set, direction: speaker.rotated(by: configuration.sofa),
+                    sampleRate: Double(sampleRate), options: options)
+                loaded += (0..<2).map { (input, $0, ears.channels[$0], ears.addedDelayFrames) }
+            } catch {
+                throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
+            }
+        }
+        let (entries, resamplerDelayFrames) = aligned(loaded)
+        return (ConvolutionMatrix(inputCount: configuration.channelCount, outputCount: 2, entries: entries), resamplerDelayFrames)
+    }
+
+    /// One matrix entry's IR as loaded, with the resampler ringing it kept (`ImpulseResponse.addedDelayFrames`).
+    typealias LoadedEntry = (input: Int, output: Int, impulse: [Float], addedDelayFrames: Int)
+
+    /// The entries, each IR delayed to the one with the most kept ringing, so the outputs stay
+    /// aligned; and that delay.
+    static func aligned(_ loaded: [LoadedEntry]) -> (entries: [ConvolutionMatrix.Entry], resamplerDelayFrames: Int) {
+        let delay = loaded.map(\.addedDelayFrames).max() ?? 0
+        return (
+            loaded.map { entry in
+                ConvolutionMatrix.Entry(
+                    input: entry.input, output: entry.output,
+                    impulse: [Float](repeating: 0, count: delay - entry.addedDelayFrames) + entry.impulse)
+            }, delay
+        )
+    }
+
+    /// How every IR of `configuration` is loaded (its resampling); offset, length, delay (samples)
+    /// and gain are the IR's own.
+    static func loadOptions(
+        _ configuration: NodeConfiguration, channel: Int? = nil, offset: Int, length: Int, delay: Int,
+        gain: Double = 1
+    ) -> ImpulseResponseOptions {
+        ImpulseResponseOptions(
+            channel: channel, offset: .samples(offset), length: .samples(length), delay: .samples(delay),
+            gain: Float(gain), resampleQuality: configuration.resampleQuality,
+            preRinging: configuration.resamplePreRinging)
+    }
+
+    /// `ImpulseResponse.load`, its error turned into one naming the module key.
+    static func load(
+        _ spec: String, key: String, sampleRate: Int,
+        options: ImpulseResponseOptions
+    ) throws(ConvolverNodeError) -> ImpulseResponse {
+        do {
+            return try ImpulseResponse.load(spec, sampleRate: Double(sampleRate), options: options)
+        } catch {
+            let code: Int32
+            switch error {
+            case .fileNotFound: code = ENOENT
+            case .unreadable: code = EACCES
+            case .tooLong: code = EFBIG
+            default: code = EINVAL
+            }
+            throw .impulseResponse(key: key, message: error.description, errno: code)
+        }
+    }
+}
+
+/// What a node with this configuration computes, for `pw-convolver render` to compute it offline.
+extension NodeConfiguration {
+    /// The matrix the node's engine runs at `sampleRate` (SOFA placement and autogain applied).
+    public func engineMatrix(sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        try EngineFactory.preparedMatrix(self, sampleRate: sampleRate).matrix
+    }
+
+    /// Output = wet · engine output + dry · the input of the same index (`gain`, `mix`, `bypass`).
+    public var wetAndDryAmounts: (wet: Float, dry: Float) {
+        OutputMix.targetAmounts(gain: Float(gain), mix: Float(mix), bypass: bypass)
+    }
+}
