@@ -100,7 +100,7 @@ public final class ConvolverNode {
 
     /// Wake event, builder and statistics timer, then connects the transport.
     private func connect() throws(ConvolverNodeError) {
-        wakeEvent = cpw_loop_add_event(loop, PipeWireCallbacks.dataThreadWake, userData)
+        wakeEvent = cpw_loop_add_event(loop, PipeWireCallbacks.wakeEvent, userData)
         realtime.wakeLoop = loop
         realtime.wakeSource = wakeEvent
         let wakeLoop = loop, wakeSource = wakeEvent
@@ -176,8 +176,9 @@ public final class ConvolverNode {
                 expectedBlockSize: expectedBlockSize, purpose: purpose))
     }
 
-    /// The data thread retired an engine or saw a new graph rate, or the builder finished.
-    func dataThreadWokeUs() {
+    /// The node's wake event, on the main loop: the data thread retired an engine or saw a new
+    /// graph rate or quantum, or the builder finished a build.
+    func handleWakeEvent() {
         realtime.mainLoopWoken.store(false, ordering: .releasing)
         if let retired = realtime.engines.takeRetired() { EngineExchange.release(retired) }
         for completion in builder?.takeCompletions() ?? [] {

@@ -124,8 +124,8 @@ enum PipeWireCallbacks {
 
     // MARK: - The node's loop sources
 
-    static let dataThreadWake: spa_source_event_func_t = { data, _ in
-        object(data, ConvolverNode.self)?.dataThreadWokeUs()
+    static let wakeEvent: spa_source_event_func_t = { data, _ in
+        object(data, ConvolverNode.self)?.handleWakeEvent()
     }
 
     static let statisticsTimer: spa_source_timer_func_t = { data, _ in
