@@ -9,11 +9,11 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// SCHED_FIFO priority of the helpers (`workgroup.rt.prio`); nil: normal priority.
     /// Default: one below PipeWire's data thread (module-rt's default 88).
     public var realtimePriority: Int32? = 87
-    /// How many of the shortest levels run on the data thread itself, each job whole in the call that
-    /// completes its block. A short level's job costs little but wakes a helper every block:
-    /// on small quanta the wake-ups and the cross-core cache traffic cost more CPU than the job
-    /// (measured: see the bench). 0: every level on the helpers.
-    public var inlineLevelCount = 0
+    /// At least this many of the shortest levels run on the data thread itself (more when the
+    /// engine's placement puts them there), each job spread over the calls before it is due. A
+    /// short level's job costs little but wakes a helper every block: on small quanta the wake-ups
+    /// and the cross-core cache traffic cost more CPU than the job (measured: see the bench).
+    public var minimumDataThreadLevelCount = 0
     /// Whether the data thread's own share of a call (the head's per-output work) is split across
     /// split helpers, fork-join style, within the call: `auto` when the engine's estimate of its
     /// costliest call exceeds `splitThreshold` of the expected call period.
@@ -45,9 +45,9 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     public init() {}
 
     /// How many of the shortest `levels` run on the data thread: those the engine placed there
-    /// (`LevelSchedule.runsOnDataThread`), at least `inlineLevelCount`.
+    /// (`LevelSchedule.runsOnDataThread`), at least `minimumDataThreadLevelCount`.
     public func dataThreadLevelCount(_ levels: [LevelSchedule]) -> Int {
-        min(max(inlineLevelCount, levels.prefix(while: \.runsOnDataThread).count), levels.count)
+        min(max(minimumDataThreadLevelCount, levels.prefix(while: \.runsOnDataThread).count), levels.count)
     }
 }
 
@@ -356,13 +356,13 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             return WorkgroupSchedulerStatistics(
                 threadCount: 0, realtime: false,
                 helpers: IntervalStatistics().snapshot(),
-                inlineLevelCount: dataThreadLevelCount, levels: [], split: split,
+                dataThreadLevelCount: dataThreadLevelCount, levels: [], split: split,
                 splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted,
             helpers: pool.workgroup.statistics.snapshot(),
-            inlineLevelCount: dataThreadLevelCount,
+            dataThreadLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
                 .init(
                     blockSize: levels[queue + dataThreadLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
@@ -398,8 +398,8 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     /// Every interval of every helper.
     public var helpers: IntervalStatisticsSnapshot
     /// The shortest levels, run on the data thread (not in `levels`).
-    public var inlineLevelCount: Int
-    /// The levels run on the helpers, shortest first (engine level `inlineLevelCount + index + 1`).
+    public var dataThreadLevelCount: Int
+    /// The levels run on the helpers, shortest first (engine level `dataThreadLevelCount + index + 1`).
     public var levels: [Level]
 
     /// The fork-join split of the data thread's share (nil: not split).
@@ -429,7 +429,7 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
 
     public var description: String {
         var first = "helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), late levels \(lateLevels), \(helpers)"
-        if inlineLevelCount > 0 { first += ", \(inlineLevelCount) level(s) inline" }
+        if dataThreadLevelCount > 0 { first += ", \(dataThreadLevelCount) level(s) on the data thread" }
         if !splitEstimateNanos.isNaN { first += ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call" }
         if jobEstimatesNanos.contains(where: { !$0.isNaN }) {
             let estimates: [String] = jobEstimatesNanos.map { $0.isNaN ? "?" : "\(Int($0 / 1000))" }
@@ -444,7 +444,7 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
         }
         for (index, level) in levels.enumerated() {
             lines.append(
-                "  level \(inlineLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
+                "  level \(dataThreadLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
                     + "dropped \(level.droppedJobs), \(level.jobs)")
         }
         return lines.joined(separator: "\n")

@@ -81,7 +81,7 @@ enum BenchCommand: Command {
             }
             return try RealtimePacer.runBench(
                 irSeconds: irSeconds, blocks: blocks, seconds: seconds, sampleRate: sampleRate,
-                threads: threads, channels: channels, inlineLevelCount: inlineLevels,
+                threads: threads, channels: channels, minimumDataThreadLevelCount: inlineLevels,
                 inlineJobMicroseconds: inlineJobMicroseconds,
                 splitModes: splitModes, json: json,
                 matrix: syntheticStereoMatrix)

@@ -128,12 +128,12 @@ enum RealtimePacer {
     static func runWorkgroup(
         matrix: ConvolutionMatrix, configuration: EngineConfiguration, blockSize: Int,
         seconds: Double, sampleRate: Double, threads: ThreadCount, split: SplitMode = .off,
-        inlineLevelCount: Int = 0
+        minimumDataThreadLevelCount: Int = 0
     ) throws -> PacedRunResult {
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = threads
         schedulerConfiguration.sampleRate = sampleRate
-        schedulerConfiguration.inlineLevelCount = inlineLevelCount
+        schedulerConfiguration.minimumDataThreadLevelCount = minimumDataThreadLevelCount
         schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
@@ -148,7 +148,7 @@ enum RealtimePacer {
     /// `matrix(irSeconds, channels)` builds the case's IRs.
     static func runBench(
         irSeconds: [Double], blocks: [Int], seconds: Double, sampleRate: Double,
-        threads: ThreadCount, channels: Int, inlineLevelCount: Int = 0, inlineJobMicroseconds: Int? = nil,
+        threads: ThreadCount, channels: Int, minimumDataThreadLevelCount: Int = 0, inlineJobMicroseconds: Int? = nil,
         splitModes: [SplitMode] = [.off], json: Bool = false,
         matrix: (_ irSeconds: Double, _ channels: Int) -> ConvolutionMatrix
     ) throws {
@@ -167,7 +167,7 @@ enum RealtimePacer {
                     let workgroup = try runWorkgroup(
                         matrix: caseMatrix, configuration: configuration, blockSize: block,
                         seconds: seconds, sampleRate: sampleRate, threads: threads, split: split,
-                        inlineLevelCount: inlineLevelCount)
+                        minimumDataThreadLevelCount: minimumDataThreadLevelCount)
                     if json {
                         print(
                             workgroup.json(

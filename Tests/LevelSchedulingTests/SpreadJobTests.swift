@@ -22,7 +22,7 @@ final class SpreadJobTests: XCTestCase {
             // (The head's rounding follows the call sizes: the reference runs the same calls.)
             let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), inputs, callSizes: callSizes)
             var schedulerConfiguration = unpacedConfiguration(threads: 1)
-            schedulerConfiguration.inlineLevelCount = plan.tails.count
+            schedulerConfiguration.minimumDataThreadLevelCount = plan.tails.count
             let counter = StepCountingScheduler(WorkgroupLevelScheduler(configuration: schedulerConfiguration))
             let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: counter)
             XCTAssertEqual(counter.inner.dataThreadLevelCount, plan.tails.count)

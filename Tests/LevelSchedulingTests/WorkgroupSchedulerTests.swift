@@ -167,10 +167,10 @@ final class WorkgroupEngineTests: XCTestCase {
 
             let inlineEngine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
             let expected = render(inlineEngine, inputs, callSizes: callSizes)
-            // Every third trial runs the shortest level on the data thread (inlineLevelCount).
+            // Every third trial runs the shortest level on the data thread (minimumDataThreadLevelCount).
             var schedulerConfiguration = unpacedConfiguration(threads: 2)
             // (Only where a level is left for the helpers: plans are the planner's.)
-            schedulerConfiguration.inlineLevelCount = trial % 3 == 2 && inlineEngine.plan.tails.count > 1 ? 1 : 0
+            schedulerConfiguration.minimumDataThreadLevelCount = trial % 3 == 2 && inlineEngine.plan.tails.count > 1 ? 1 : 0
             let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
             let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
             XCTAssertGreaterThan(engine.plan.tails.count, 0, "trial \(trial): no tail level to schedule")
@@ -178,7 +178,7 @@ final class WorkgroupEngineTests: XCTestCase {
             engine.stop()
             let statistics = scheduler.statistics()
             XCTAssertEqual(statistics.lateLevels, 0)
-            XCTAssertEqual(statistics.inlineLevelCount + statistics.levels.count, engine.plan.tails.count)
+            XCTAssertEqual(statistics.dataThreadLevelCount + statistics.levels.count, engine.plan.tails.count)
             XCTAssertGreaterThan(statistics.helpers.intervals, 0, "no job ran on the helpers")
             for output in 0..<outputCount {
                 let mismatch = firstBitDifference(actual[output], expected[output])
@@ -256,7 +256,7 @@ final class WorkgroupEngineTests: XCTestCase {
             ])
         // The two shortest levels on the data thread, their jobs spread over the 64-frame calls.
         var schedulerConfiguration = unpacedConfiguration(threads: 2)
-        schedulerConfiguration.inlineLevelCount = 2
+        schedulerConfiguration.minimumDataThreadLevelCount = 2
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         var configuration = manyLevelConfiguration(impulseLength: 20000)
         configuration.expectedBlockSize = 64
