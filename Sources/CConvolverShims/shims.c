@@ -3,6 +3,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <spa/debug/types.h>
+#include <spa/param/audio/type-info.h>
+
 struct spa_source *cpw_loop_add_timer(struct pw_loop *loop, spa_source_timer_func_t func, void *data)
 {
 	return pw_loop_add_timer(loop, func, data);
@@ -64,4 +67,9 @@ uint32_t cpw_stream_flag_async(void)
 	sscanf(pw_get_library_version(), "%d.%d.%d", &major, &minor, &micro);
 	bool has_async = major > 0 || minor > 3 || (minor == 3 && micro >= 73);
 	return has_async ? 1u << 10 : 0;  /* PW_STREAM_FLAG_ASYNC, which 0.3.65's headers lack */
+}
+
+uint32_t cpw_audio_channel_from_name(const char *name)
+{
+	return spa_debug_type_find_type_short(spa_type_audio_channel, name);
 }

@@ -184,28 +184,6 @@ final class SinkTransport: NodeTransport {
 
     // MARK: - Formats
 
-    /// SPA channel ids by name (`audio.position` names, as PipeWire spells them).
-    static let channelIDs: [String: spa_audio_channel] = {
-        var ids: [String: spa_audio_channel] = [
-            "MONO": SPA_AUDIO_CHANNEL_MONO, "FL": SPA_AUDIO_CHANNEL_FL, "FR": SPA_AUDIO_CHANNEL_FR,
-            "FC": SPA_AUDIO_CHANNEL_FC, "LFE": SPA_AUDIO_CHANNEL_LFE, "SL": SPA_AUDIO_CHANNEL_SL,
-            "SR": SPA_AUDIO_CHANNEL_SR, "FLC": SPA_AUDIO_CHANNEL_FLC, "FRC": SPA_AUDIO_CHANNEL_FRC,
-            "RC": SPA_AUDIO_CHANNEL_RC, "RL": SPA_AUDIO_CHANNEL_RL, "RR": SPA_AUDIO_CHANNEL_RR,
-            "TC": SPA_AUDIO_CHANNEL_TC, "TFL": SPA_AUDIO_CHANNEL_TFL, "TFC": SPA_AUDIO_CHANNEL_TFC,
-            "TFR": SPA_AUDIO_CHANNEL_TFR, "TRL": SPA_AUDIO_CHANNEL_TRL, "TRC": SPA_AUDIO_CHANNEL_TRC,
-            "TRR": SPA_AUDIO_CHANNEL_TRR, "RLC": SPA_AUDIO_CHANNEL_RLC, "RRC": SPA_AUDIO_CHANNEL_RRC,
-            "FLW": SPA_AUDIO_CHANNEL_FLW, "FRW": SPA_AUDIO_CHANNEL_FRW, "LFE2": SPA_AUDIO_CHANNEL_LFE2,
-            "FLH": SPA_AUDIO_CHANNEL_FLH, "FCH": SPA_AUDIO_CHANNEL_FCH, "FRH": SPA_AUDIO_CHANNEL_FRH,
-            "TFLC": SPA_AUDIO_CHANNEL_TFLC, "TFRC": SPA_AUDIO_CHANNEL_TFRC, "TSL": SPA_AUDIO_CHANNEL_TSL,
-            "TSR": SPA_AUDIO_CHANNEL_TSR, "LLFE": SPA_AUDIO_CHANNEL_LLFE, "RLFE": SPA_AUDIO_CHANNEL_RLFE,
-            "BC": SPA_AUDIO_CHANNEL_BC, "BLC": SPA_AUDIO_CHANNEL_BLC, "BRC": SPA_AUDIO_CHANNEL_BRC,
-        ]
-        for index in 0..<64 {
-            ids["AUX\(index)"] = spa_audio_channel(SPA_AUDIO_CHANNEL_AUX0.rawValue + UInt32(index))
-        }
-        return ids
-    }()
-
     /// An EnumFormat pod: planar 32-bit float, `positions`, `sampleRate`. A fixed rate, because
     /// the adapter's auto-port-config (no session manager) negotiates only a complete format.
     static func buildFormat(
@@ -218,13 +196,14 @@ final class SinkTransport: NodeTransport {
         info.channels = UInt32(positions.count)
         var ids: [UInt32] = []
         for name in positions {
-            guard let id = channelIDs[name] else {
+            let id = cpw_audio_channel_from_name(name)
+            guard id != SPA_ID_INVALID else {
                 throw .configuration(
                     NodeConfigurationError(
                         key: "audio.position",
                         message: "'\(name)' is not a channel position PipeWire knows (FL FR FC LFE SL SR RL RR … AUX0…AUX63); sink mode needs one"))
             }
-            ids.append(id.rawValue)
+            ids.append(id)
         }
         // SAFETY: `position` is a fixed array of SPA_AUDIO_MAX_CHANNELS (64) UInt32; positions.count ≤ 64
         // (NodeConfiguration.channelLimit).

@@ -46,3 +46,7 @@ void cpw_log(enum spa_log_level level, const char *message);
 /// headers the module was built against.
 uint32_t cpw_stream_flag_async(void);
 
+/// The channel position SPA names `name` ("FL", "LFE", "AUX7" …: the short names of
+/// `spa_type_audio_channel`, as filter-chain reads `audio.position`), or SPA_ID_INVALID. The table
+/// is a static array in a header, which Swift does not import.
+uint32_t cpw_audio_channel_from_name(const char *name);
