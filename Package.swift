@@ -66,6 +66,8 @@ let package = Package(
             exclude: ["resample_reference.py"]),
         .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
+        // pw-convolver end to end: the built executable run on files, its output checked.
+        .testTarget(name: "CommandLineTests", dependencies: ["Convolution", "EngineTestSupport"]),
         .testTarget(
             name: "LevelSchedulingTests",
             dependencies: ["LevelScheduling", "Convolution", "Workgroup", "AllocationCounter", "EngineTestSupport"]),

@@ -3,21 +3,6 @@ import EngineTestSupport
 import Foundation
 import XCTest
 
-/// Noise under an exponential envelope that falls 60 dB in `rt60` seconds, after `preDelay`
-/// seconds of silence: a decay whose RT60, EDT, T20 and T30 are all `rt60` by construction.
-func exponentialDecay(
-    rt60: Double, seconds: Double, preDelay: Double = 0, sampleRate: Double = 48000,
-    seed: UInt64
-) -> [Float] {
-    var generator = SeededGenerator(seed: seed)
-    let silence = Int(preDelay * sampleRate)
-    let decayPerSecond = 3 * log(10.0) / rt60  // amplitude: 60 dB of energy = a factor 1000
-    let tail = (0..<Int(seconds * sampleRate)).map { frame in
-        Float.random(in: -1...1, using: &generator) * Float(exp(-decayPerSecond * Double(frame) / sampleRate))
-    }
-    return [Float](repeating: 0, count: silence) + tail
-}
-
 final class ImpulseResponseAnalysisTests: XCTestCase {
     func testDecayTimesOfExponentialDecaysAreTheirRT60() {
         for (index, rt60) in [0.5, 1.2, 2.5].enumerated() {

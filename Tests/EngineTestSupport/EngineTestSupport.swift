@@ -1,6 +1,7 @@
-// What the engine tests of several test targets share: reproducible random signals and matrices,
+// What the tests of several test targets share: reproducible random signals, matrices and decays,
 // a plan with many levels, and bit-for-bit comparison.
 import Convolution
+import Foundation
 
 /// A seeded generator so failures reproduce (SplitMix64).
 public struct SeededGenerator: RandomNumberGenerator {
@@ -59,4 +60,19 @@ public func firstBitDifference(_ actual: [Float], _ expected: [Float], outside e
     actual.indices.first { n in
         actual[n].bitPattern != expected[n].bitPattern && !excluded.contains { $0.contains(n) }
     }
+}
+
+/// Noise under an exponential envelope that falls 60 dB in `rt60` seconds, after `preDelay`
+/// seconds of silence: a decay whose RT60, EDT, T20 and T30 are all `rt60` by construction.
+public func exponentialDecay(
+    rt60: Double, seconds: Double, preDelay: Double = 0, sampleRate: Double = 48000,
+    seed: UInt64
+) -> [Float] {
+    var generator = SeededGenerator(seed: seed)
+    let silence = Int(preDelay * sampleRate)
+    let decayPerSecond = 3 * log(10.0) / rt60  // amplitude: 60 dB of energy = a factor 1000
+    let tail = (0..<Int(seconds * sampleRate)).map { frame in
+        Float.random(in: -1...1, using: &generator) * Float(exp(-decayPerSecond * Double(frame) / sampleRate))
+    }
+    return [Float](repeating: 0, count: silence) + tail
 }

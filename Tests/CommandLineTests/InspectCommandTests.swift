@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
