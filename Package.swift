@@ -71,8 +71,13 @@ let package = Package(
         .testTarget(
             name: "LevelSchedulingTests",
             dependencies: ["LevelScheduling", "Convolution", "Workgroup", "AllocationCounter", "EngineTestSupport"]),
+        // The node's parts without a daemon: configuration, graphs, params, statistics.
         .testTarget(
-            name: "ConvolverNodeTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
+            name: "ConvolverNodeTests",
+            dependencies: ["ConvolverNode", "LevelScheduling", "Workgroup", "CPipeWire", "EngineTestSupport"]),
+        // Against private PipeWire daemons (started by the tests): the module, its client, its tools, the package.
+        .testTarget(
+            name: "LiveTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
             exclude: [
                 "Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
                 "Support/sofa_reference.py", "Support/judge_filter_graph.py", "FilterChainConfigs",

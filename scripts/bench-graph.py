@@ -39,8 +39,8 @@ spec = importlib.util.spec_from_file_location("bench_live", os.path.join(ROOT, "
 live = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(live)
 RATE = live.RATE
-JUDGE_GRAPH = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/judge_filter_graph.py")
-HESUVI = os.path.join(ROOT, "Tests/ConvolverNodeTests/FilterChainConfigs/sink-virtual-surround-7.1-hesuvi.conf")
+JUDGE_GRAPH = os.path.join(ROOT, "Tests/LiveTests/Support/judge_filter_graph.py")
+HESUVI = os.path.join(ROOT, "Tests/LiveTests/FilterChainConfigs/sink-virtual-surround-7.1-hesuvi.conf")
 SURROUND = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
 
 # Each system's floor: the same two streams around a graph that only copies.

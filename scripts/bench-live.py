@@ -79,7 +79,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # An IR this short costs next to nothing: a run with it measures a system's floor (see print_above_floor).
 FLOOR_IR_SECONDS = 0.001
 PROFILE_PERIOD_NS = 50_000  # perf: one sample per 50 µs of a process's CPU time
-JUDGE_RECORD = os.path.join(ROOT, "Tests/ConvolverNodeTests/Support/judge_record.py")
+JUDGE_RECORD = os.path.join(ROOT, "Tests/LiveTests/Support/judge_record.py")
 SYNC_RECORDER = os.path.join(ROOT, "Tests/SyncRecorder/sync_record.c")
 
 

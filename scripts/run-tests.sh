@@ -80,8 +80,8 @@ fi
 if [ "$which" = all ] || [ "$which" = pipewire-1.4 ]; then
     (
         eval "$(scripts/pipewire-1.4.sh env)"
-        echo "run-tests: on PipeWire 1.4.2 the live tests (ConvolverNodeTests)"
-        suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build/pipewire-1.4/build --filter ConvolverNodeTests
+        echo "run-tests: on PipeWire 1.4.2 the live tests (LiveTests)"
+        suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build/pipewire-1.4/build --filter LiveTests
     )
 fi
 
@@ -91,10 +91,10 @@ if [ "$which" = all ] || [ "$which" = pipewire-1.6 ]; then
     swift build --scratch-path .build "${build_flags[@]}" --build-tests
     toolchain=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")
     bundle=$(swift build --scratch-path .build "${build_flags[@]}" --show-bin-path)/swift-convolverPackageTests.xctest
-    tests=$("$bundle" --list-tests | grep '^ConvolverNodeTests\.' | cut -d/ -f1 | sort -u | paste -sd,)
+    tests=$("$bundle" --list-tests | grep '^LiveTests\.' | cut -d/ -f1 | sort -u | paste -sd,)
     in_sid=(scripts/debian-root.sh sid-pipewire run --bind "$PWD" --bind "$toolchain" --)
     versions=$("${in_sid[@]}" sh -c 'echo "$(pkg-config --modversion libpipewire-0.3) $(wireplumber --version | sed -n "s/.*libwireplumber //p")"')
-    echo "run-tests: on PipeWire ${versions% *} and WirePlumber ${versions#* } (Debian sid) the live tests (ConvolverNodeTests)"
+    echo "run-tests: on PipeWire ${versions% *} and WirePlumber ${versions#* } (Debian sid) the live tests (LiveTests)"
     record "PipeWire-${versions% *}" "${in_sid[@]}" env SWIFT_CONVOLVER_TEST_RUN="$SWIFT_CONVOLVER_TEST_RUN" \
         sh -c 'cd "$1" && exec "$2" "$3"' - "$PWD" "$bundle" "$tests"
 fi

@@ -28,7 +28,7 @@ enum EngineFactory {
             maxPartitionSize: configuration.maxPartitionSize,
             placement: .node,
             sampleRate: Double(sampleRate),
-            costs: .measured,
+            costs: MeasuredMachineCosts.thisMachine,
             testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
@@ -55,7 +55,8 @@ enum EngineFactory {
         let declared = configuration.graph?.declaredLatencyFrames(sampleRate: sampleRate).map(IRLatency.samples)
         let latencyFrames = reportedLatency(declared ?? configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
         guard configuration.autogain else { return (matrix, latencyFrames, nil) }
-        let gains = Autogain.gains(matrix, sampleRate: Double(sampleRate))
+        let gains: [Float]
+        do { gains = try Autogain.gains(matrix, sampleRate: Double(sampleRate)) } catch { throw .engine("autogain: \(error)") }
         matrix = Autogain.apply(gains, to: matrix)
         return (matrix, latencyFrames, gains.map { 20 * log10(Double($0)) })
     }

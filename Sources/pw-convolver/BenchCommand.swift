@@ -103,11 +103,11 @@ enum BenchCommand: Command {
             }
             for block in blocks {
                 let engine = try ConvolutionEngine(
-                    matrix: matrix, configuration: .init(expectedBlockSize: block, fixedPlan: fixedPlan, costs: .measured))
-                let partitioned = measure(engine, block: block, seconds: seconds, eviction: eviction)
+                    matrix: matrix, configuration: .init(expectedBlockSize: block, fixedPlan: fixedPlan, costs: MeasuredMachineCosts.thisMachine))
+                let partitioned = try measure(engine, block: block, seconds: seconds, eviction: eviction)
                 let uniformEngine = try ConvolutionEngine(
                     matrix: matrix, configuration: .uniform(blockSize: block, impulseLength: matrix.impulseLength))
-                let uniform = measure(uniformEngine, block: block, seconds: min(seconds, 3), eviction: eviction)
+                let uniform = try measure(uniformEngine, block: block, seconds: min(seconds, 3), eviction: eviction)
                 if json {
                     print(partitioned.json(engine: "partitioned", irSeconds: length, block: block, plan: engine.plan))
                     print(uniform.json(engine: "uniform", irSeconds: length, block: block, plan: uniformEngine.plan))
@@ -153,9 +153,9 @@ enum BenchCommand: Command {
 
     /// Runs `seconds` of stereo noise through `engine` in calls of `block` frames, as fast as it goes
     /// (after evicting the caches before each call, with an `eviction`: its time is not counted).
-    static func measure(_ engine: ConvolutionEngine, block: Int, seconds: Double, eviction: CacheEviction?) -> Measurement {
+    static func measure(_ engine: ConvolutionEngine, block: Int, seconds: Double, eviction: CacheEviction?) throws -> Measurement {
         let calls = max(1, Int(seconds * sampleRate) / block)
-        let input = AlignedFloats(count: block), left = AlignedFloats(count: block), right = AlignedFloats(count: block)
+        let input = try AlignedFloats(count: block), left = try AlignedFloats(count: block), right = try AlignedFloats(count: block)
         for n in 0..<block { input.pointer[n] = Float.random(in: -1...1) }
         let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 2)
         let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2)

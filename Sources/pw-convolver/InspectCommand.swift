@@ -75,7 +75,7 @@ enum InspectCommand: Command {
                 })
             : try ConvolutionMatrix(impulseResponse: impulseResponse, channelCount: channelCount)
         let problem = planningProblem(matrix, quantum: quantum, sampleRate: rate)
-        let plan = PartitionPlanner.plan(problem, costs: .measured)
+        let plan = PartitionPlanner.plan(problem, costs: MeasuredMachineCosts.thisMachine)
 
         if let hrtfSet {
             print(
@@ -86,12 +86,12 @@ enum InspectCommand: Command {
                     + "; channels 0 and 1 below are the left and right ear for a source straight ahead")
         }
         print(report(irSpec, impulseResponse, analysis))
-        let autogain = Autogain.gains(matrix, sampleRate: rate).map { String(cFormat: "%.2f", 20 * log10(Double($0))) }
+        let autogain = try Autogain.gains(matrix, sampleRate: rate).map { String(cFormat: "%.2f", 20 * log10(Double($0))) }
         print("Autogain:  \(autogain.joined(separator: ", ")) dB per output (`autogain = true`: pink noise keeps its level)")
         print(planReport(plan, problem: problem))
 
         if let svgPath = options.string("--svg") {
-            let responses = impulseResponse.channels.map { MagnitudeResponse(impulse: $0, sampleRate: rate) }
+            let responses = try impulseResponse.channels.map { try MagnitudeResponse(impulse: $0, sampleRate: rate) }
             let svg = SVGPlot.document(
                 title: "\(irSpec): \(impulseResponse.channelCount) ch, \(Int(rate)) Hz, "
                     + "\(impulseResponse.frameCount) samples ("
@@ -155,7 +155,7 @@ enum InspectCommand: Command {
     static func planReport(_ plan: PartitionPlan, problem: PartitionPlanner.Problem) -> String {
         let quantum = problem.expectedBlockSize, sampleRate = problem.sampleRate
         // Where the node runs each level, and its job estimate: as the engine hands them to its scheduler.
-        let tails = PartitionPlanner.tailSchedules(plan.levels, problem, .measured)
+        let tails = PartitionPlanner.tailSchedules(plan.levels, problem, MeasuredMachineCosts.thisMachine)
         var lines = [
             "",
             "Partition plan at quantum \(quantum) (\(problem.inputCount) in, \(problem.outputCount) out, \(problem.entryCount) IRs):",

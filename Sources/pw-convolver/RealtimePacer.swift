@@ -66,12 +66,12 @@ enum RealtimePacer {
         engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler?, blockSize: Int,
         seconds: Double, sampleRate: Double, priority: Int32 = 88,
         safetyMarginFraction: Double = 0.25
-    ) -> PacedRunResult {
+    ) throws -> PacedRunResult {
         let calls = max(1, Int(seconds * sampleRate) / blockSize)
         let periodNanos = UInt64(Double(blockSize) * 1e9 / sampleRate)
         let waitLimitOffset = periodNanos - UInt64(Double(periodNanos) * safetyMarginFraction)
 
-        let loop = PacedLoop(
+        let loop = try PacedLoop(
             engine: engine, scheduler: scheduler, blockSize: blockSize, calls: calls,
             periodNanos: periodNanos, waitLimitOffset: waitLimitOffset, sampleRate: sampleRate)
         let factory = PthreadThreadFactory()
@@ -138,7 +138,7 @@ enum RealtimePacer {
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         defer { engine.stop() }
-        return runPaced(
+        return try runPaced(
             engine: engine, scheduler: scheduler, blockSize: blockSize, seconds: seconds,
             sampleRate: sampleRate)
     }
@@ -157,9 +157,9 @@ enum RealtimePacer {
             for block in blocks {
                 // Planned and priced as the node plans (the inline engine gets the same plan).
                 var configuration = EngineConfiguration(
-                    expectedBlockSize: block, placement: .node, sampleRate: sampleRate, costs: .measured)
+                    expectedBlockSize: block, placement: .node, sampleRate: sampleRate, costs: MeasuredMachineCosts.thisMachine)
                 if let inlineJobMicroseconds { configuration.placement?.dataThreadJobNanoseconds = Double(inlineJobMicroseconds) * 1000 }
-                let inline = runPaced(
+                let inline = try runPaced(
                     engine: try ConvolutionEngine(matrix: caseMatrix, configuration: configuration),
                     scheduler: nil, blockSize: block, seconds: seconds, sampleRate: sampleRate)
                 if json { print(inline.json(engine: "inline", irSeconds: length, channels: channels, threads: 0)) }
@@ -238,7 +238,7 @@ private final class PacedLoop: @unchecked Sendable {
     init(
         engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler?, blockSize: Int, calls: Int,
         periodNanos: UInt64, waitLimitOffset: UInt64, sampleRate: Double
-    ) {
+    ) throws {
         self.engine = engine
         self.scheduler = scheduler
         self.blockSize = blockSize
@@ -248,9 +248,9 @@ private final class PacedLoop: @unchecked Sendable {
         self.sampleRate = sampleRate
         // One second of noise per input, read at a moving offset.
         noiseLength = Int(sampleRate) + blockSize
-        noise = (0..<engine.inputCount).map { _ in AlignedFloats(count: Int(sampleRate) + blockSize) }
+        noise = try (0..<engine.inputCount).map { _ in try AlignedFloats(count: Int(sampleRate) + blockSize) }
         for channel in noise { for n in 0..<noiseLength { channel.pointer[n] = Float.random(in: -1...1) } }
-        outputStorage = (0..<engine.outputCount).map { _ in AlignedFloats(count: blockSize) }
+        outputStorage = try (0..<engine.outputCount).map { _ in try AlignedFloats(count: blockSize) }
         inputs = .allocate(capacity: max(engine.inputCount, 1))
         outputs = .allocate(capacity: max(engine.outputCount, 1))
         for channel in 0..<engine.outputCount { outputs[channel] = outputStorage[channel].pointer }

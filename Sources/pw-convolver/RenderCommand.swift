@@ -111,7 +111,7 @@ enum RenderCommand: Command {
         let configuration =
             throughput
             ? EngineConfiguration.uniform(blockSize: block, impulseLength: matrix.impulseLength)
-            : EngineConfiguration(expectedBlockSize: block, sampleRate: rate, costs: .measured)
+            : EngineConfiguration(expectedBlockSize: block, sampleRate: rate, costs: MeasuredMachineCosts.thisMachine)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         return (engine, max(0, matrix.impulseLength - 1))
     }
@@ -134,8 +134,8 @@ enum RenderCommand: Command {
         let (inputCount, outputCount) = (input.info.channelCount, output.channelCount)
         var interleavedIn = [Float](repeating: 0, count: blockSize * inputCount)
         var interleavedOut = [Float](repeating: 0, count: blockSize * outputCount)
-        let inputs = (0..<inputCount).map { _ in AlignedFloats(count: blockSize) }
-        let outputs = (0..<outputCount).map { _ in AlignedFloats(count: blockSize) }
+        let inputs = try (0..<inputCount).map { _ in try AlignedFloats(count: blockSize) }
+        let outputs = try (0..<outputCount).map { _ in try AlignedFloats(count: blockSize) }
         let inputPointers = inputs.map { UnsafePointer<Float>?(UnsafePointer($0.pointer)) }
         let outputPointers = outputs.map { Optional($0.pointer) }
         let total = input.info.frameCount + tailFrames

@@ -174,12 +174,12 @@ final class ConvolutionEngineTests: XCTestCase {
         XCTAssertEqual(output, [Float](repeating: 0, count: 64))
     }
 
-    func testFastKernelsMatchScalarReference() {
+    func testFastKernelsMatchScalarReference() throws {
         let bins = 16 * 37
-        let expected = multiplyAddResult(bins: bins) { SpectrumKernels.multiplyAddReference(accumulator: $0, x: $1, h: $2, binCount: bins) }
+        let expected = try multiplyAddResult(bins: bins) { SpectrumKernels.multiplyAddReference(accumulator: $0, x: $1, h: $2, binCount: bins) }
         let kernels = [("multiplyAdd", SpectrumKernels.multiplyAdd), ("multiplyAddPortable", SpectrumKernels.multiplyAddPortable)]
         for (name, kernel) in kernels {
-            let result = multiplyAddResult(bins: bins) { kernel($0, $1, $2, bins) }
+            let result = try multiplyAddResult(bins: bins) { kernel($0, $1, $2, bins) }
             for bin in 0..<bins {
                 for (part, offset) in [("real", SplitSpectra.realOffset(ofBin: bin)), ("imaginary", SplitSpectra.imaginaryOffset(ofBin: bin))] {
                     XCTAssertEqual(result[offset], expected[offset], accuracy: 1e-6, "\(name), \(part) \(bin)")
@@ -192,8 +192,8 @@ final class ConvolutionEngineTests: XCTestCase {
     func testAVXKernelGivesThePortableKernelsBits() throws {
         try XCTSkipUnless(SpectrumKernels.usesAVX, "this CPU has no AVX: the engine runs the portable kernel only")
         let bins = 16 * 37
-        let portable = multiplyAddResult(bins: bins) { SpectrumKernels.multiplyAddPortable(accumulator: $0, x: $1, h: $2, binCount: bins) }
-        let avx = multiplyAddResult(bins: bins) { cspectrum_multiply_add_avx($0, $1, $2, bins) }
+        let portable = try multiplyAddResult(bins: bins) { SpectrumKernels.multiplyAddPortable(accumulator: $0, x: $1, h: $2, binCount: bins) }
+        let avx = try multiplyAddResult(bins: bins) { cspectrum_multiply_add_avx($0, $1, $2, bins) }
         XCTAssertEqual(avx.map(\.bitPattern), portable.map(\.bitPattern))
     }
 
@@ -201,10 +201,10 @@ final class ConvolutionEngineTests: XCTestCase {
     /// accumulator as laid out (`SplitSpectra`'s 16-bin groups).
     private func multiplyAddResult(
         bins: Int, _ kernel: (UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
-    ) -> [Float] {
+    ) throws -> [Float] {
         var generator = SeededGenerator(seed: 7)
-        let arrays = (0..<3).map { _ -> AlignedFloats in
-            let buffer = AlignedFloats(count: 2 * bins)
+        let arrays = try (0..<3).map { _ -> AlignedFloats in
+            let buffer = try AlignedFloats(count: 2 * bins)
             let values = [Float].noise(2 * bins, using: &generator)
             for n in 0..<2 * bins { buffer.pointer[n] = values[n] }
             return buffer
@@ -231,7 +231,7 @@ final class ConvolutionEngineTests: XCTestCase {
             ])
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration)
         let frames = 8192
-        let input = AlignedFloats(count: frames), left = AlignedFloats(count: frames), right = AlignedFloats(count: frames)
+        let input = try AlignedFloats(count: frames), left = try AlignedFloats(count: frames), right = try AlignedFloats(count: frames)
         for n in 0..<frames { input.pointer[n] = Float.random(in: -1...1, using: &generator) }
         let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 2)
         let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2)

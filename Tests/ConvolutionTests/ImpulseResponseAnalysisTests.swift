@@ -76,11 +76,11 @@ final class ImpulseResponseAnalysisTests: XCTestCase {
         XCTAssertEqual(analysis.peakDBFS, 0)
     }
 
-    func testMagnitudeOfADiracIsFlatZeroDB() {
+    func testMagnitudeOfADiracIsFlatZeroDB() throws {
         for delay in [0, 1000] {
             var impulse = [Float](repeating: 0, count: delay + 1)
             impulse[delay] = 1
-            let response = MagnitudeResponse(impulse: impulse, sampleRate: 48000)
+            let response = try MagnitudeResponse(impulse: impulse, sampleRate: 48000)
             XCTAssertEqual(response.fftSize, MagnitudeResponse.minFFTSize)
             XCTAssertEqual(response.binCount, response.fftSize / 2 + 1)
             XCTAssertLessThan(response.magnitudeDB.map { abs($0) }.max()!, 1e-4, "delay \(delay)")
@@ -88,10 +88,10 @@ final class ImpulseResponseAnalysisTests: XCTestCase {
         }
     }
 
-    func testMagnitudeOfATwoTapAverageIsACosine() {
+    func testMagnitudeOfATwoTapAverageIsACosine() throws {
         // h = [½, ½]: H(f) = ½(1 + e^{-iω}), |H| = |cos(π f / fs)|: 0 dB at DC, a zero at Nyquist.
         let rate = 48000.0
-        let response = MagnitudeResponse(impulse: [0.5, 0.5], sampleRate: rate)
+        let response = try MagnitudeResponse(impulse: [0.5, 0.5], sampleRate: rate)
         XCTAssertEqual(Double(response.magnitudeDB[0]), 0, accuracy: 1e-5)
         for bin in stride(from: 0, to: response.binCount - 1, by: 7) {
             let frequency = response.frequency(ofBin: bin)
@@ -104,11 +104,11 @@ final class ImpulseResponseAnalysisTests: XCTestCase {
         XCTAssertEqual(response.smoothedDB(at: rate / 4, octaveFraction: 0.01), 20 * log10(cos(Double.pi / 4)), accuracy: 0.01)
     }
 
-    func testLongImpulseFoldedToTheFFTSizeIsSampledExactly() {
+    func testLongImpulseFoldedToTheFFTSizeIsSampledExactly() throws {
         // 40000 noise samples on a 4096-point grid: compare bins with the DTFT summed directly in Double.
         var generator = SeededGenerator(seed: 21)
         let impulse = [Float].noise(40000, using: &generator).enumerated().map { $0.element * Float(exp(-Double($0.offset) / 8000)) }
-        let response = MagnitudeResponse(impulse: impulse, sampleRate: 48000, maxFFTSize: 4096)
+        let response = try MagnitudeResponse(impulse: impulse, sampleRate: 48000, maxFFTSize: 4096)
         XCTAssertEqual(response.fftSize, 4096)
         for bin in [0, 1, 17, 300, 1024, 2047, 2048] {
             let omega = 2 * Double.pi * Double(bin) / 4096

@@ -303,7 +303,7 @@ final class ImpulseResponseEngineTests: XCTestCase {
         defer { engine.stop() }
         let omega = 2 * Double.pi * 1000 / 48_000
         let signal = (0..<9600).map { Float(0.5 * sin(omega * Double($0))) }
-        let output = engine.process([signal], blockSize: 128)[0]
+        let output = try engine.process([signal], blockSize: 128)[0]
         let expected = irDirectConvolution(signal, ir.channels[0])
         var errorEnergy = 0.0, energy = 0.0, level = 0.0
         for n in 2000..<9200 {
@@ -327,7 +327,7 @@ final class ImpulseResponseEngineTests: XCTestCase {
         let engine = try ConvolutionEngine(matrix: matrix)
         defer { engine.stop() }
         let inputs = [irTestNoise(count: 2400, seed: 11), irTestNoise(count: 2400, seed: 12)]
-        let outputs = engine.process(inputs, blockSize: 256)
+        let outputs = try engine.process(inputs, blockSize: 256)
         for channel in 0..<2 {
             let expected = irDirectConvolution(inputs[channel], hall.channels[channel])
             var errorEnergy = 0.0, energy = 0.0

@@ -18,17 +18,20 @@ final class AutogainTests: XCTestCase {
 
     override func tearDown() { try? FileManager.default.removeItem(at: directory) }
 
+    /// libmysofa1's own KEMAR set (installed by `make deps`).
+    private static let kemar = "/usr/share/libmysofa/MIT_KEMAR_normal_pinna.sofa"
+
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
     /// Pink noise over 20 Hz–20 kHz (power 1/f, nothing outside: as heard), RMS 0.1, made in
     /// the frequency domain: every bin of the band with amplitude 1/sqrt(f) and a random phase.
-    private func pinkNoise(frames: Int, seed: UInt64) -> [Float] {
+    private func pinkNoise(frames: Int, seed: UInt64) throws -> [Float] {
         var size = 4
         while size < frames { size *= 2 }
-        let fft = RealFFT.ofSize(size)
-        let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
-        let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-        let output = AlignedFloats(count: size)
+        let fft = try RealFFT.ofSize(size)
+        let spectrum = try SplitSpectra(count: 1, binCount: fft.binCount)
+        let scratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
+        let output = try AlignedFloats(count: size)
         var generator = SeededGenerator(seed: seed)
         for bin in 0..<fft.binCount {
             let frequency = Double(bin) * 48000 / Double(size)
@@ -61,8 +64,8 @@ final class AutogainTests: XCTestCase {
         defer { engine.stop() }
         let settle = prepared.matrix.impulseLength
         let frames = settle + 10 * 48000
-        let inputs = (0..<configuration.channelCount).map { pinkNoise(frames: frames, seed: UInt64($0 + 1)) }
-        let outputs = engine.process(inputs, blockSize: 1024)
+        let inputs = try (0..<configuration.channelCount).map { try pinkNoise(frames: frames, seed: UInt64($0 + 1)) }
+        let outputs = try engine.process(inputs, blockSize: 1024)
         let inputDB = rmsDB(inputs[0][settle...])
         return (outputs.map { rmsDB($0[settle...]) - inputDB }, prepared.autogainDB)
     }
@@ -95,8 +98,8 @@ final class AutogainTests: XCTestCase {
             ("builtin:hilbert", "filename = \"builtin:hilbert\""),
             ("true stereo", "filename = \"\(path("true-stereo.wav"))\""),
             ("cabinet 44.1 kHz", "audio.channels = 1 filename = \"\(path("cabinet.wav"))\""),
-            ("SOFA source at 60 degrees", "filename = \"\(SOFATests.kemar)\" sofa = { azimuth = 60 }"),
-            ("SOFA 7.1 virtual surround", "filename = \"\(SOFATests.kemar)\" audio.position = [ \(positions.joined(separator: " ")) ]"),
+            ("SOFA source at 60 degrees", "filename = \"\(Self.kemar)\" sofa = { azimuth = 60 }"),
+            ("SOFA 7.1 virtual surround", "filename = \"\(Self.kemar)\" audio.position = [ \(positions.joined(separator: " ")) ]"),
             (
                 "7.1 to binaural",
                 "audio.position = [ \(positions.joined(separator: " ")) ] output.position = [ FL FR ] "
@@ -132,11 +135,11 @@ final class AutogainTests: XCTestCase {
             }
             try AudioFile.write(path: path(name), sampleRate: 48000, channels: impulse)
         }
-        let configs = try FileManager.default.contentsOfDirectory(atPath: BuildProducts.packageRoot + "/pipewire-conf")
+        let configs = try FileManager.default.contentsOfDirectory(atPath: packageRoot + "/pipewire-conf")
             .filter { $0.hasPrefix("swift-convolver") && $0.hasSuffix(".conf") }.sorted()
         XCTAssertGreaterThanOrEqual(configs.count, 9)
         for config in configs {
-            let text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + config, encoding: .utf8)
+            let text = try String(contentsOfFile: packageRoot + "/pipewire-conf/" + config, encoding: .utf8)
                 .replacingOccurrences(of: "/path/to/irs/", with: directory.path + "/")
             guard case let .object(top) = try SPAJSONValue.parse(text),
                 case let .array(modules)? = top.last(where: { $0.key == "context.modules" })?.value,

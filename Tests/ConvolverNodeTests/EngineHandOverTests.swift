@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Foundation
 import Workgroup
 import XCTest
@@ -29,10 +30,10 @@ final class EngineHandOverTests: XCTestCase {
             processor.inputBuffers[channel] = UnsafePointer(input[channel])
             processor.outputBuffers[channel] = output[channel]
         }
-        var random = TestSignals.Random(state: 7)
+        var random = SeededGenerator(seed: 7)
         func call(sound: Bool) -> Float {
             for channel in 0..<2 {
-                for index in 0..<frames { input[channel][index] = sound ? random.next() * 0.25 : 0 }
+                for index in 0..<frames { input[channel][index] = sound ? Float.random(in: -0.25...0.25, using: &random) : 0 }
             }
             processor.process(frameCount: frames, sampleRate: 48000, deadline: 0, startNanos: monotonicNanos())
             return (0..<2).map { channel in (0..<frames).map { abs(output[channel][$0]) }.max() ?? 0 }.max() ?? 0

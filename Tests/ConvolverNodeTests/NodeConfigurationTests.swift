@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import LevelScheduling
 import Workgroup
@@ -296,16 +297,16 @@ final class NodeConfigurationTests: XCTestCase {
 
     /// Random bytes and mutations of a valid config never crash the parser (bounded run).
     func testParserSurvivesRandomAndMutatedInput() {
-        var random = TestSignals.Random(state: 7)
+        var random = SeededGenerator(seed: 7)
         let valid = Array(
             "{ node.name = \"x\" audio.position = [ FL FR ] filename = builtin:hall impulses = [ { input = 0 output = 1 filename = a } ] }".utf8)
         let alphabet = Array("{}[]=:,\"\\# \naz09.-".utf8)
         for round in 0..<3000 {
             var bytes = valid
-            let edits = 1 + Int((random.next() + 1) * 4)
+            let edits = Int.random(in: 1...8, using: &random)
             for _ in 0..<edits {
-                let position = Int((random.next() + 1) / 2 * Float(bytes.count - 1))
-                let byte = alphabet[Int((random.next() + 1) / 2 * Float(alphabet.count - 1))]
+                let position = Int.random(in: 0..<bytes.count, using: &random)
+                let byte = alphabet.randomElement(using: &random)!
                 if round % 3 == 0 { bytes.remove(at: position) } else { bytes[position] = byte }
                 if bytes.isEmpty { break }
             }

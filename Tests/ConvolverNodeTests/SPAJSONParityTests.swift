@@ -1,4 +1,5 @@
 import CPipeWire
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -8,9 +9,9 @@ import XCTest
 /// this project ships or tests, and the syntax PipeWire's configs use, read to the same tree.
 final class SPAJSONParityTests: XCTestCase {
     func testEveryConfigReadsAsSPAReadsIt() throws {
-        let root = BuildProducts.packageRoot
+        let root = packageRoot
         var paths: [String] = []
-        for directory in ["pipewire-conf", "Tests/ConvolverNodeTests/FilterChainConfigs"] {
+        for directory in ["pipewire-conf", "Tests/LiveTests/FilterChainConfigs"] {
             for name in try FileManager.default.contentsOfDirectory(atPath: root + "/" + directory) where name.hasSuffix(".conf") {
                 paths.append(root + "/" + directory + "/" + name)
             }

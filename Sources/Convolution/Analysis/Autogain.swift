@@ -11,14 +11,14 @@ public enum Autogain {
     public static let band: ClosedRange<Double> = 20...20_000
 
     /// Linear gain per output (1 for an output without IRs or with a silent one).
-    public static func gains(_ matrix: ConvolutionMatrix, sampleRate: Double) -> [Float] {
+    public static func gains(_ matrix: ConvolutionMatrix, sampleRate: Double) throws -> [Float] {
         let length = max(4, matrix.impulseLength)
         var size = 4
         while size < 2 * length { size *= 2 }
-        let fft = RealFFT.ofSize(size)
-        let samples = AlignedFloats(count: size)
-        let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
-        let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+        let fft = try RealFFT.ofSize(size)
+        let samples = try AlignedFloats(count: size)
+        let spectrum = try SplitSpectra(count: 1, binCount: fft.binCount)
+        let scratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
         // Pink: power 1/f per bin, over the band (below Nyquist).
         let binHz = sampleRate / Double(size)
         let bins = (1..<fft.binCount).filter { band.contains(Double($0) * binHz) }

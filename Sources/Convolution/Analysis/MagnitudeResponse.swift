@@ -22,20 +22,20 @@ public struct MagnitudeResponse: Sendable {
     public var binCount: Int { magnitudeDB.count }
     public func frequency(ofBin bin: Int) -> Double { Double(bin) * sampleRate / Double(fftSize) }
 
-    public init(impulse: [Float], sampleRate: Double, maxFFTSize: Int = defaultMaxFFTSize) {
+    public init(impulse: [Float], sampleRate: Double, maxFFTSize: Int = defaultMaxFFTSize) throws {
         var size = Self.minFFTSize
         while size < impulse.count && size < maxFFTSize { size *= 2 }
         self.sampleRate = sampleRate
         fftSize = size
 
-        let fft = RealFFT.ofSize(size)
-        let samples = AlignedFloats(count: size)
+        let fft = try RealFFT.ofSize(size)
+        let samples = try AlignedFloats(count: size)
         // Folding in Double first: a long tail adds thousands of small values into each slot.
         var folded = [Double](repeating: 0, count: size)
         for (frame, sample) in impulse.enumerated() { folded[frame % size] += Double(sample) }
         for frame in 0..<size { samples.pointer[frame] = Float(folded[frame]) }
-        let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
-        let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+        let spectrum = try SplitSpectra(count: 1, binCount: fft.binCount)
+        let scratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
         fft.forward(samples.pointer, spectrum: spectrum.spectrum(0), scratch: scratch.spectrum(0))
         magnitudeDB = (0..<fft.binCount).map { bin in
             Float(10 * log10(SplitSpectra.power(ofBin: bin, in: spectrum.spectrum(0))))

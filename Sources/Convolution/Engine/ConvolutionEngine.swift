@@ -45,21 +45,21 @@ public final class ConvolutionEngine: LevelJobRunner {
         self.routing = routing
         let largestBlock = plan.levels.map(\.blockSize).max()!
         // Room for the longest job window (2 blocks) plus a late helper and the largest call.
-        history = InputHistory(channelCount: inputCount, minimumCapacity: 8 * largestBlock + 16384)
+        history = try InputHistory(channelCount: inputCount, minimumCapacity: 8 * largestBlock + 16384)
         // The levels keep the IR as spectra: the samples are not kept (a long IR's megabytes).
         let impulses = sortedEntries.map(\.impulse)
         head =
-            plan.head.isDirect
+            try plan.head.isDirect
             ? DirectHead(tapCount: plan.head.blockSize, impulses: impulses, routing: routing)
             : HeadLevel(plan.head, impulses: impulses, routing: routing)
-        tails = plan.tails.map { TailLevel($0, impulses: impulses, routing: routing) }
+        tails = try plan.tails.map { try TailLevel($0, impulses: impulses, routing: routing) }
         self.scheduler = scheduler
         costs = configuration.costs
         let schedules = PartitionPlanner.tailSchedules(plan.levels, problem, configuration.costs)
         let partCount = try scheduler.prepare(
             runner: self, levels: schedules,
             split: SplitShare(unitCount: head.splitUnitCount, expectedCallFrames: configuration.expectedBlockSize))
-        head.configureSplit(partCount: partCount, routing: routing)
+        try head.configureSplit(partCount: partCount, routing: routing)
         if let seconds = configuration.testDroppedTailBlockSeconds, let longest = tails.last {
             longest.testDroppedBlock = max(0, Int(seconds * configuration.sampleRate) - longest.offset) / longest.blockSize
         }
@@ -153,15 +153,15 @@ public final class ConvolutionEngine: LevelJobRunner {
 
     /// Offline convenience (allocates): convolves whole signals, one array per input, equal lengths.
     /// Feeds the engine in calls of `blockSize` frames; returns as many output frames as input frames.
-    public func process(_ inputs: [[Float]], blockSize: Int = 256) -> [[Float]] {
+    public func process(_ inputs: [[Float]], blockSize: Int = 256) throws -> [[Float]] {
         let frameCount = inputs.first?.count ?? 0
         precondition(inputs.count == inputCount && inputs.allSatisfy { $0.count == frameCount })
         var outputs = [[Float]](repeating: [Float](repeating: 0, count: frameCount), count: outputCount)
         let inputPointers = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: inputCount)
         let outputPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: outputCount)
         defer { inputPointers.deallocate(); outputPointers.deallocate() }
-        let inputStorage = inputs.map { AlignedFloats(count: $0.count) }
-        let outputStorage = (0..<outputCount).map { _ in AlignedFloats(count: frameCount) }
+        let inputStorage = try inputs.map { try AlignedFloats(count: $0.count) }
+        let outputStorage = try (0..<outputCount).map { _ in try AlignedFloats(count: frameCount) }
         for (channel, samples) in inputs.enumerated() {
             samples.withUnsafeBufferPointer { inputStorage[channel].pointer.update(from: $0.baseAddress!, count: frameCount) }
         }

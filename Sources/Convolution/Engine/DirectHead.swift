@@ -21,16 +21,16 @@ final class DirectHead: Head {
     /// One output's sums, whole steps.
     private let sums: AlignedFloats
 
-    init(tapCount: Int, impulses: [[Float]], routing: Routing) {
+    init(tapCount: Int, impulses: [[Float]], routing: Routing) throws {
         self.tapCount = max(1, tapCount)
         windowLength = self.tapCount - 1 + Self.pieceLimit + Self.stride
-        windows = AlignedFloats(count: routing.inputCount * windowLength)
-        reversedTaps = AlignedFloats(count: impulses.count * self.tapCount)
+        windows = try AlignedFloats(count: routing.inputCount * windowLength)
+        reversedTaps = try AlignedFloats(count: impulses.count * self.tapCount)
         for (entry, impulse) in impulses.enumerated() {
             let taps = reversedTaps.pointer + entry * self.tapCount
             for (k, sample) in impulse.prefix(self.tapCount).enumerated() { taps[self.tapCount - 1 - k] = sample }
         }
-        sums = AlignedFloats(count: Self.pieceLimit + Self.stride)
+        sums = try AlignedFloats(count: Self.pieceLimit + Self.stride)
     }
 
     var frameRoom: Int { Self.pieceLimit }

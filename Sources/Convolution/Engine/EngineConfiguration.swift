@@ -11,7 +11,7 @@ public struct EngineConfiguration: Sendable, Equatable {
     public var placement: LevelPlacement?
     public var sampleRate: Double
     /// What transforms and multiply-adds cost, for the planner and the placement: this machine's
-    /// (`MachineCosts.measured`, the node and the CLI) or fixed ones (`typical`, tests and offline).
+    /// (`MeasuredMachineCosts`, the node and the CLI) or fixed ones (`typical`, tests and offline).
     public var costs: MachineCosts
     /// Test only: a deliberately broken engine whose longest tail level leaves out the output
     /// block that holds this stream time (seconds), so tests can show their judges catch it.

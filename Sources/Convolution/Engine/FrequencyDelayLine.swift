@@ -10,13 +10,13 @@ struct FrequencyDelayLine {
     /// Entry e's segment s is spectrum `e * segmentCount + s`, scaled by 1/fftSize (FFTW is unnormalised).
     private let filters: SplitSpectra
 
-    init(_ level: PartitionPlan.Level, impulses: [[Float]], inputCount: Int, fft: RealFFT) {
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], inputCount: Int, fft: RealFFT) throws {
         segmentCount = level.segmentCount
-        blocks = SplitSpectra(count: inputCount * level.segmentCount, binCount: fft.binCount)
+        blocks = try SplitSpectra(count: inputCount * level.segmentCount, binCount: fft.binCount)
         binCount = blocks.paddedBinCount
-        filters = SplitSpectra(count: impulses.count * level.segmentCount, binCount: fft.binCount)
-        let window = AlignedFloats(count: fft.size)
-        let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+        filters = try SplitSpectra(count: impulses.count * level.segmentCount, binCount: fft.binCount)
+        let window = try AlignedFloats(count: fft.size)
+        let scratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
         let scale = 1 / Float(fft.size)
         for (entry, impulse) in impulses.enumerated() {
             for segment in 0..<level.segmentCount {

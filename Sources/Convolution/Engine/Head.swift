@@ -10,7 +10,7 @@ protocol Head: AnyObject {
     /// Into how many parts the per-call work is cut (1: not split).
     var partCount: Int { get }
     /// Setup only, before the first `process`.
-    func configureSplit(partCount: Int, routing: Routing)
+    func configureSplit(partCount: Int, routing: Routing) throws
     /// Runs part `part` of the split for call piece `sequence`. Real-time safe.
     func runPart(_ part: Int, sequence: Int, routing: Routing)
     /// Writes (not adds) the head's output for `count` ≤ `frameRoom` samples. Real-time safe.

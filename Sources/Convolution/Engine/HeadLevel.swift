@@ -35,19 +35,19 @@ final class HeadLevel: Head {
     /// The fork-join split of the per-output work (`configureSplit`); nil: all on the data thread.
     private(set) var split: HeadSplit?
 
-    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) throws {
         blockSize = level.blockSize
         outputCount = routing.outputCount
-        fft = RealFFT.ofSize(2 * blockSize)
-        delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
-        olderBlocksSum = SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
+        fft = try RealFFT.ofSize(2 * blockSize)
+        delayLine = try FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
+        olderBlocksSum = try SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
         olderSumBlock = .allocate(capacity: max(routing.outputCount, 1))
         olderSumBlock.initialize(repeating: -1, count: max(routing.outputCount, 1))
-        accumulator = SplitSpectra(count: 1, binCount: fft.binCount)
-        fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-        blockBuffers = AlignedFloats(count: routing.inputCount * 2 * blockSize)
-        timeBuffer = AlignedFloats(count: 2 * blockSize)
-        overlap = AlignedFloats(count: routing.outputCount * blockSize)
+        accumulator = try SplitSpectra(count: 1, binCount: fft.binCount)
+        fftScratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
+        blockBuffers = try AlignedFloats(count: routing.inputCount * 2 * blockSize)
+        timeBuffer = try AlignedFloats(count: 2 * blockSize)
+        overlap = try AlignedFloats(count: routing.outputCount * blockSize)
     }
 
     deinit { olderSumBlock.deallocate() }
@@ -59,9 +59,9 @@ final class HeadLevel: Head {
 
     /// Cuts the per-output work into `partCount` parts (at most one per output). Setup only,
     /// before the first `process`.
-    func configureSplit(partCount requested: Int, routing: Routing) {
+    func configureSplit(partCount requested: Int, routing: Routing) throws {
         let parts = min(max(requested, 1), max(outputCount, 1))
-        split = parts > 1 ? HeadSplit(partCount: parts, blockSize: blockSize, binCount: fft.binCount, routing: routing) : nil
+        split = parts > 1 ? try HeadSplit(partCount: parts, blockSize: blockSize, binCount: fft.binCount, routing: routing) : nil
     }
 
     /// Runs part `part` of the split for call piece `sequence` (`HeadSplit.runPart`). Real-time safe.

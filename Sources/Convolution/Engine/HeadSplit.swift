@@ -28,7 +28,7 @@ final class HeadSplit {
     private var pieceSerial = 0
 
     /// Parts of about equal numbers of matrix entries, each with at least one output. Setup only.
-    init(partCount parts: Int, blockSize: Int, binCount: Int, routing: Routing) {
+    init(partCount parts: Int, blockSize: Int, binCount: Int, routing: Routing) throws {
         partCount = parts
         self.blockSize = blockSize
         let outputCount = routing.outputCount
@@ -43,9 +43,9 @@ final class HeadSplit {
             partStart[part] = output
         }
         partStart[parts] = outputCount
-        partAccumulators = SplitSpectra(count: parts, binCount: binCount)
-        partFFTScratch = InterleavedSpectra(count: parts, binCount: binCount)
-        outputTimes = AlignedFloats(count: outputCount * 2 * blockSize)
+        partAccumulators = try SplitSpectra(count: parts, binCount: binCount)
+        partFFTScratch = try InterleavedSpectra(count: parts, binCount: binCount)
+        outputTimes = try AlignedFloats(count: outputCount * 2 * blockSize)
         partOutcome = .allocate(capacity: parts)
         partOutcome.initialize(repeating: .ready, count: parts)
     }

@@ -5,12 +5,12 @@ final class InputHistory {
     private let mask: Int
     private let storage: AlignedFloats
 
-    init(channelCount: Int, minimumCapacity: Int) {
+    init(channelCount: Int, minimumCapacity: Int) throws {
         var capacity = 1
         while capacity < minimumCapacity { capacity <<= 1 }
         self.capacity = capacity
         mask = capacity - 1
-        storage = AlignedFloats(count: capacity * channelCount)
+        storage = try AlignedFloats(count: capacity * channelCount)
     }
 
     /// Real-time safe. `source == nil` writes silence.

@@ -24,17 +24,17 @@ final class TailLevel {
     /// Test only (`EngineConfiguration.testDroppedTailBlockSeconds`): an output block left out.
     var testDroppedBlock = -1
 
-    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) {
+    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) throws {
         blockSize = level.blockSize
         offset = level.offset
-        fft = RealFFT.ofSize(2 * blockSize)
-        delayLine = FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
-        accumulators = SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
-        fftScratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
-        window = AlignedFloats(count: 2 * blockSize)
-        timeBuffer = AlignedFloats(count: 2 * blockSize)
+        fft = try RealFFT.ofSize(2 * blockSize)
+        delayLine = try FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
+        accumulators = try SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
+        fftScratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
+        window = try AlignedFloats(count: 2 * blockSize)
+        timeBuffer = try AlignedFloats(count: 2 * blockSize)
         resultSlotCount = (offset + blockSize - 1) / blockSize + 2
-        results = AlignedFloats(count: resultSlotCount * routing.outputCount * blockSize)
+        results = try AlignedFloats(count: resultSlotCount * routing.outputCount * blockSize)
         inputCount = routing.inputCount
         stepCount = routing.inputCount + routing.outputCount * (delayLine.segmentCount + 1)
     }

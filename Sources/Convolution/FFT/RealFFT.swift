@@ -30,11 +30,11 @@ public final class RealFFT: @unchecked Sendable {
     private let twiddleReal: AlignedFloats
     private let twiddleImaginary: AlignedFloats
 
-    private init(size: Int, halfPlan: fftwf_plan) {
+    private init(size: Int, halfPlan: fftwf_plan) throws {
         self.size = size
         self.halfPlan = halfPlan
-        twiddleReal = AlignedFloats(count: size / 2)
-        twiddleImaginary = AlignedFloats(count: size / 2)
+        twiddleReal = try AlignedFloats(count: size / 2)
+        twiddleImaginary = try AlignedFloats(count: size / 2)
         for k in 0..<size / 2 {
             let angle = -2 * Double.pi * Double(k) / Double(size)
             twiddleReal.pointer[k] = Float(cos(angle))
@@ -43,11 +43,11 @@ public final class RealFFT: @unchecked Sendable {
     }
 
     /// The shared FFT of `size` (a power of two ≥ 4). Not real-time safe: may plan.
-    public static func ofSize(_ size: Int) -> RealFFT {
+    public static func ofSize(_ size: Int) throws -> RealFFT {
         precondition(size >= 4 && size & (size - 1) == 0, "FFT size must be a power of two")
-        return planner.withLock { cache in
+        return try planner.withLock { cache in
             if let fft = cache.plans[size] { return fft }
-            let fft = cache.makeFFT(size: size)
+            let fft = try cache.makeFFT(size: size)
             cache.plans[size] = fft
             return fft
         }
@@ -190,21 +190,21 @@ public final class RealFFT: @unchecked Sendable {
 
         static var wisdomPath: String { UserCache.path("fftwf-wisdom") }
 
-        func makeFFT(size: Int) -> RealFFT {
+        func makeFFT(size: Int) throws -> RealFFT {
             if !wisdomLoaded {
                 wisdomLoaded = true
                 _ = fftwf_import_wisdom_from_filename(Self.wisdomPath)
             }
             // Arrays with the engine's alignment; FFTW_MEASURE overwrites them while measuring.
-            let samples = AlignedFloats(count: size)
-            let spectrum = InterleavedSpectra(count: 1, binCount: size / 2 + 1)
+            let samples = try AlignedFloats(count: size)
+            let spectrum = try InterleavedSpectra(count: 1, binCount: size / 2 + 1)
             guard
                 let halfPlan = fftwf_plan_dft_1d(
                     Int32(size / 2), complex(samples.pointer), complex(spectrum.spectrum(0)),
                     FFTW_FORWARD, planningFlags)
-            else { fatalError("FFTW could not plan a complex FFT of size \(size / 2)") }
+            else { throw ResourceError.fftPlanFailed(size: size) }
             saveWisdom()
-            return RealFFT(size: size, halfPlan: halfPlan)
+            return try RealFFT(size: size, halfPlan: halfPlan)
         }
 
         private func saveWisdom() {

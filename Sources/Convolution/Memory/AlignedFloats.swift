@@ -9,16 +9,24 @@ public final class AlignedFloats {
     public let count: Int
     public let pointer: UnsafeMutablePointer<Float>
 
-    public init(count: Int) {
+    public init(count: Int) throws {
         self.count = count
+        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
         var raw: UnsafeMutableRawPointer?
         // SAFETY: posix_memalign either fails (checked) or returns `max(count,1)` Floats of storage,
         // which we bind to Float once and own until deinit.
-        guard posix_memalign(&raw, Self.alignment, max(count, 1) * MemoryLayout<Float>.stride) == 0,
-            let raw
-        else { fatalError("out of memory allocating \(count) samples") }
+        guard !overflow, posix_memalign(&raw, Self.alignment, bytes) == 0, let raw else {
+            throw ResourceError.outOfMemory(bytes: overflow ? Int.max : bytes)
+        }
         pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
         pointer.initialize(repeating: 0, count: max(count, 1))
+    }
+
+    /// `count` arrays of `length` Floats each, in one allocation.
+    public convenience init(count: Int, of length: Int) throws {
+        let (total, overflow) = count.multipliedReportingOverflow(by: length)
+        guard !overflow else { throw ResourceError.outOfMemory(bytes: Int.max) }
+        try self.init(count: total)
     }
 
     deinit { free(pointer) }
@@ -44,11 +52,11 @@ public final class SplitSpectra {
     let paddedBinCount: Int
     private let storage: AlignedFloats
 
-    public init(count: Int, binCount: Int) {
+    public init(count: Int, binCount: Int) throws {
         self.count = count
         self.binCount = binCount
         paddedBinCount = alignedLength(binCount)
-        storage = AlignedFloats(count: 2 * count * paddedBinCount)
+        storage = try AlignedFloats(count: count, of: 2 * paddedBinCount)
     }
 
     @inline(__always) public func spectrum(_ index: Int) -> UnsafeMutablePointer<Float> {
@@ -74,9 +82,9 @@ public final class InterleavedSpectra {
     private let stride: Int
     private let storage: AlignedFloats
 
-    public init(count: Int, binCount: Int) {
+    public init(count: Int, binCount: Int) throws {
         stride = alignedLength(2 * binCount)
-        storage = AlignedFloats(count: count * stride)
+        storage = try AlignedFloats(count: count, of: stride)
     }
 
     @inline(__always) public func spectrum(_ index: Int) -> UnsafeMutablePointer<Float> {

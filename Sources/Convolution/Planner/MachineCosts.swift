@@ -35,7 +35,7 @@ public struct MachineCosts: Sendable, Equatable {
 
     /// Costs typical of the 2-vCPU Xeon this project is measured on (the median of its measurements):
     /// what the engine plans with unless told otherwise, the same on every machine, so that tests and
-    /// offline uses plan alike everywhere. The node and the CLI plan with `measured`.
+    /// offline uses plan alike everywhere. The node and the CLI plan with `MeasuredMachineCosts`.
     public static let typical = MachineCosts(
         fftPairNanoseconds: [
             64: 150, 128: 250, 256: 450, 512: 900, 1024: 1900, 2048: 3800, 4096: 9000, 8192: 20000, 16384: 48000,
@@ -43,42 +43,14 @@ public struct MachineCosts: Sendable, Equatable {
         ],
         multiplyAddNanosecondsPerBin: 0.57, directTapNanoseconds: 0.08)
 
-    /// This machine's costs, measured once per process (tens of milliseconds; FFT planning first, cached as FFTW wisdom),
-    /// then the median of that and the last measurements on this CPU model (`MachineCostsHistory`).
-    /// One measurement alone varies enough on a busy or virtual machine that near-equal plans
-    /// flipped from process to process; the median of several is a typical measurement, as the
-    /// placement limits and the helper overhead were calibrated against, and steady.
-    public static let measured: MachineCosts = {
-        let history = MachineCostsHistory()
-        let measurements = history.load() + [measure(fftSizes: (6...15).map { 1 << $0 })]
-        history.save(measurements)
-        return median(of: measurements.suffix(MachineCostsHistory.kept))
-    }()
-
-    /// Each cost the median of those `measurements` that have it (the mean of the middle two
-    /// for an even count). `measurements` must not be empty.
-    static func median(of measurements: some Collection<MachineCosts>) -> MachineCosts {
-        func median(_ values: [Double]) -> Double {
-            let sorted = values.sorted()
-            return (sorted[(sorted.count - 1) / 2] + sorted[sorted.count / 2]) / 2
-        }
-        let sizes = Set(measurements.flatMap(\.fftPairNanoseconds.keys))
-        return MachineCosts(
-            fftPairNanoseconds: Dictionary(
-                uniqueKeysWithValues: sizes.map { size in
-                    (size, median(measurements.compactMap { $0.fftPairNanoseconds[size] }))
-                }),
-            multiplyAddNanosecondsPerBin: median(measurements.map(\.multiplyAddNanosecondsPerBin)),
-            directTapNanoseconds: median(measurements.map(\.directTapNanoseconds)))
-    }
-
-    public static func measure(fftSizes: [Int]) -> MachineCosts {
+    /// Times this machine's kernels (tens of milliseconds; FFT planning first, cached as FFTW wisdom).
+    public static func measure(fftSizes: [Int]) throws -> MachineCosts {
         var fftTimes: [Int: Double] = [:]
         for size in fftSizes {
-            let fft = RealFFT.ofSize(size)
-            let samples = AlignedFloats(count: size)
-            let spectrum = SplitSpectra(count: 1, binCount: fft.binCount)
-            let scratch = InterleavedSpectra(count: 1, binCount: fft.binCount)
+            let fft = try RealFFT.ofSize(size)
+            let samples = try AlignedFloats(count: size)
+            let spectrum = try SplitSpectra(count: 1, binCount: fft.binCount)
+            let scratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
             for n in 0..<size { samples.pointer[n] = Float(n % 7) - 3 }
             let repetitions = max(4, (1 << 20) / size)
             fftTimes[size] =
@@ -90,17 +62,17 @@ public struct MachineCosts: Sendable, Equatable {
                     }
                 } / Double(repetitions)
         }
-        return MachineCosts(
+        return try MachineCosts(
             fftPairNanoseconds: fftTimes,
             multiplyAddNanosecondsPerBin: multiplyAddCost(), directTapNanoseconds: directTapCost())
     }
 
     /// A 64-tap direct head's sums over calls of 256 frames.
-    private static func directTapCost() -> Double {
+    private static func directTapCost() throws -> Double {
         let taps = 64, frames = 256, repetitions = 200
-        let window = AlignedFloats(count: taps + frames + DirectHead.stride)
-        let tapValues = AlignedFloats(count: taps)
-        let sums = AlignedFloats(count: frames + DirectHead.stride)
+        let window = try AlignedFloats(count: taps + frames + DirectHead.stride)
+        let tapValues = try AlignedFloats(count: taps)
+        let sums = try AlignedFloats(count: frames + DirectHead.stride)
         for n in 0..<taps { tapValues.pointer[n] = Float(n % 5) * 0.01 }
         for n in 0..<(taps + frames) { window.pointer[n] = Float(n % 7) - 3 }
         let time = fastestOf(3) {
@@ -115,11 +87,11 @@ public struct MachineCosts: Sendable, Equatable {
 
     /// One accumulator against many (x, h) spectrum pairs, as a delay line does, over more spectra
     /// than the caches hold.
-    private static func multiplyAddCost() -> Double {
+    private static func multiplyAddCost() throws -> Double {
         let binsPerSpectrum = 1024, pairs = 2048, sweeps = 2  // 2 × 16 MB of spectra
-        let x = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
-        let h = SplitSpectra(count: pairs, binCount: binsPerSpectrum)
-        let accumulator = SplitSpectra(count: 1, binCount: binsPerSpectrum)
+        let x = try SplitSpectra(count: pairs, binCount: binsPerSpectrum)
+        let h = try SplitSpectra(count: pairs, binCount: binsPerSpectrum)
+        let accumulator = try SplitSpectra(count: 1, binCount: binsPerSpectrum)
         let time = fastestOf(3) {
             for _ in 0..<sweeps {
                 for pair in 0..<pairs {

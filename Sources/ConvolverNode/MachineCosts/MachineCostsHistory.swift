@@ -1,15 +1,4 @@
-import Glibc
-
-/// The user's cache directory for swift-convolver (`$XDG_CACHE_HOME` or `~/.cache`, then
-/// `swift-convolver/`): FFTW wisdom and machine costs, kept between processes.
-enum UserCache {
-    static func path(_ file: String) -> String {
-        let cache =
-            SystemFiles.environment("XDG_CACHE_HOME").flatMap { $0.isEmpty ? nil : $0 }
-            ?? ((SystemFiles.environment("HOME") ?? "/tmp") + "/.cache")
-        return cache + "/swift-convolver/" + file
-    }
-}
+import Convolution
 
 /// The last few machine-cost measurements on this CPU model, one line each, in a small text file
 /// (a debug build keeps its own, `machine-costs-debug`: its unoptimised kernels cost many times

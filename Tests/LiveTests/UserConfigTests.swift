@@ -236,7 +236,7 @@ extension UserConfigTests {
             entries: filters.enumerated().flatMap { input, ears in
                 ears.enumerated().map { ConvolutionMatrix.Entry(input: input, output: $0.offset, impulse: $0.element) }
             })
-        let gains = Autogain.gains(matrix, sampleRate: 48000)
+        let gains = try Autogain.gains(matrix, sampleRate: 48000)
         var reported = ""
         XCTAssertTrue(
             waitUntil(timeout: 5) {  // statistics come once a second

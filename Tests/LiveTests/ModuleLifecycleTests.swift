@@ -1,4 +1,5 @@
 import CPipeWire
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -240,7 +241,7 @@ final class ModuleLifecycleTests: XCTestCase {
     /// The shipped configs load as their headers say: the client config with `pipewire -c`, the
     /// drop-in from the daemon's `pipewire.conf.d/`. Both make the node "swift-convolver".
     func testShippedConfigsLoad() throws {
-        let root = BuildProducts.packageRoot + "/pipewire-conf/"
+        let root = packageRoot + "/pipewire-conf/"
         let daemon = try PrivatePipeWire(name: "dropin", dropIns: [root + "swift-convolver-dropin.conf"])
         self.daemon = daemon
         try daemon.waitForPorts(ofNode: "swift-convolver", count: 4, timeout: 30)

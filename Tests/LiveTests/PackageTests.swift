@@ -115,7 +115,7 @@ final class PackageTests: XCTestCase {
         let output = NSTemporaryDirectory() + "swconv-deb-\(getpid())"
         defer { try? FileManager.default.removeItem(atPath: output) }
         let (status, text) = try runToCompletion(
-            BuildProducts.packageRoot + "/scripts/make-deb.sh",
+            packageRoot + "/scripts/make-deb.sh",
             [BuildProducts.directory, BuildProducts.distributionDirectory + "/man", "0.0", output])
         XCTAssertNotEqual(status, 0, text)
         XCTAssertTrue(text.contains("still needs the Swift toolchain"), text)

@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -143,7 +144,7 @@ enum TestTool {
     static func compile(_ source: String, into product: String, flags: String) -> Result<String, TestFailure> {
         let directory = NSTemporaryDirectory() + "swconv-test-tools-\(getpid())"
         try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let output = directory + "/" + product, path = BuildProducts.packageRoot + "/" + source
+        let output = directory + "/" + product, path = packageRoot + "/" + source
         let compiled: (status: Int32, output: String)
         do { compiled = try runToCompletion("/bin/sh", ["-c", "cc -O2 -Wall -o '\(output)' '\(path)' \(flags)"]) } catch {
             return .failure(TestFailure("cannot run cc: \(error)"))

@@ -108,7 +108,7 @@ final class InstallTests: XCTestCase {
         }
         let mine = home + "/.config/swift-convolver/mix.conf"
         try FileManager.default.createDirectory(atPath: home + "/.config/swift-convolver", withIntermediateDirectories: true)
-        try String(contentsOfFile: Self.repository + "/Tests/ConvolverNodeTests/FilterChainConfigs/sink-mix-FL-FR.conf", encoding: .utf8)
+        try String(contentsOfFile: Self.repository + "/Tests/LiveTests/FilterChainConfigs/sink-mix-FL-FR.conf", encoding: .utf8)
             .replacingOccurrences(of: "libpipewire-module-filter-chain", with: "libpipewire-module-swift-convolver")
             .write(toFile: mine, atomically: true, encoding: .utf8)
         let mixUnit = try runUnit("mix")

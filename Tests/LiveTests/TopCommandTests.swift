@@ -1,6 +1,7 @@
 // `pw-convolver top` against a real private PipeWire daemon: a pw-play -> pw-record pair runs at a
 // quantum set with pw-metadata, and top's figures are checked against what was set up (quantum,
 // rate, cycles per second from the clock) rather than against top's own earlier output.
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -8,8 +9,6 @@ final class TopCommandTests: XCTestCase {
     private var runtimeDirectory: URL!
     private var children: [Process] = []
     private var daemon: Process?
-    private let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
 
     override func setUpWithError() throws {
         runtimeDirectory = FileManager.default.temporaryDirectory
@@ -23,7 +22,7 @@ final class TopCommandTests: XCTestCase {
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let daemon = Process()
         daemon.executableURL = URL(fileURLWithPath: PipeWireInstallation.tool("pipewire"))
-        daemon.arguments = ["-c", packageRoot.appendingPathComponent("pipewire-conf/headless-daemon.conf").path]
+        daemon.arguments = ["-c", packageRoot + "/pipewire-conf/headless-daemon.conf"]
         daemon.environment = environment
         daemon.standardInput = FileHandle.nullDevice
         daemon.standardOutput = try FileHandle(forWritingTo: log)

@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -18,12 +19,6 @@ enum BuildProducts {
 
     static var modulePath: String { directory + "/" + moduleFileName }
 
-    /// The repository root (for pipewire-conf/).
-    static var packageRoot: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().path
-    }
-
     /// The module must be built: `swift build` builds it, `swift build --build-tests` too.
     static func requireModule(file: StaticString = #filePath, line: UInt = #line) throws {
         guard FileManager.default.fileExists(atPath: modulePath) else {
@@ -36,7 +31,7 @@ enum BuildProducts {
                 """
                 warning: the node under test is a debug build (\(directory)). Unoptimized, its engine is too slow for \
                 real time with long IRs and small quanta (builtin:hall, q=64 fail). Test the release build: \
-                swift build -c release && SWIFT_CONVOLVER_BUILD_DIR=$PWD/.build/release swift test --filter ConvolverNodeTests
+                swift build -c release && SWIFT_CONVOLVER_BUILD_DIR=$PWD/.build/release swift test --filter LiveTests
                 """)
         }
     }
@@ -134,7 +129,7 @@ final class PrivatePipeWire {
         try FileManager.default.createDirectory(
             atPath: runtimeDirectory, withIntermediateDirectories: true,
             attributes: [.posixPermissions: 0o700])
-        var configuration = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
+        var configuration = try String(contentsOfFile: packageRoot + "/pipewire-conf/headless-daemon.conf", encoding: .utf8)
         if !extraProperties.isEmpty {
             // At the end of context.properties: a key the config sets too takes the later value.
             guard let start = configuration.range(of: "context.properties = {"),

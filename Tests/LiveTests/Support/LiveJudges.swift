@@ -270,7 +270,7 @@ enum GraphJudge {
 enum JudgeScript {
     static func run<Spec: Encodable, Answer: Decodable>(_ script: String, _ spec: Spec, workDirectory: String) throws -> Answer {
         try ReferenceScript.run(
-            BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/" + script, spec,
+            packageRoot + "/Tests/LiveTests/Support/" + script, spec,
             workDirectory: workDirectory)
     }
 }

@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -14,7 +15,7 @@ struct Recipe {
 
     /// The README's recipe whose title starts with `titlePrefix`.
     init(_ titlePrefix: String) throws {
-        let readme = try String(contentsOfFile: BuildProducts.packageRoot + "/README.md", encoding: .utf8)
+        let readme = try String(contentsOfFile: packageRoot + "/README.md", encoding: .utf8)
         guard let recipes = readme.components(separatedBy: "\n## Recipes\n").dropFirst().first?.components(separatedBy: "\n## ").first
         else { throw TestFailure("README has no '## Recipes' section") }
         guard let section = recipes.components(separatedBy: "\n### ").dropFirst().first(where: { $0.hasPrefix(titlePrefix) }) else {

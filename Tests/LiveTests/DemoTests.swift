@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -20,7 +21,7 @@ final class DemoTests: XCTestCase {
         daemon = nil
     }
 
-    private var demoScript: String { BuildProducts.packageRoot + "/scripts/demo.sh" }
+    private var demoScript: String { packageRoot + "/scripts/demo.sh" }
 
     private func demoDirectories() -> Set<String> {
         Set(((try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []).filter { $0.hasPrefix("swift-convolver-demo.") })

@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -212,7 +213,7 @@ final class RecipeTests: XCTestCase {
         let hrir = try userFile(".config/pipewire/hrir_hesuvi/hrir.wav")
         try TestSignals.write((0..<14).map { UserConfigTests.impulse(frames: 960, tap: 2 * $0, seed: 90 + UInt64($0)) }, to: hrir)
         let example = try String(
-            contentsOfFile: BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/FilterChainConfigs/sink-virtual-surround-7.1-hesuvi.conf",
+            contentsOfFile: packageRoot + "/Tests/LiveTests/FilterChainConfigs/sink-virtual-surround-7.1-hesuvi.conf",
             encoding: .utf8)
         try example.replacingOccurrences(of: "\"hrir_hesuvi/hrir.wav\"", with: "\"\(hrir)\"")
             .write(
@@ -267,7 +268,7 @@ final class RecipeTests: XCTestCase {
     /// Troubleshooting's messages are the ones users get: a missing IR named by `pw-convolver run
     /// --config`, a module PipeWire cannot find, and `pw-convolver status` listing what runs.
     func testTroubleshootingMessagesAreTheOnesUsersGet() throws {
-        let readme = try String(contentsOfFile: BuildProducts.packageRoot + "/README.md", encoding: .utf8)
+        let readme = try String(contentsOfFile: packageRoot + "/README.md", encoding: .utf8)
         let troubleshooting = try XCTUnwrap(readme.components(separatedBy: "\n## Troubleshooting\n").dropFirst().first)
             .components(separatedBy: "\n## ").first!.split(whereSeparator: \.isWhitespace).joined(separator: " ")
         func quoted(after marker: String) throws -> String {
@@ -276,7 +277,7 @@ final class RecipeTests: XCTestCase {
         }
         let missing = try quoted(after: "An error names the key and the file, e.g. `")
         let config = try userFile(".config/swift-convolver/hesuvi.conf")
-        try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/swift-convolver-virtual-surround-7.1-hesuvi.conf", encoding: .utf8)
+        try String(contentsOfFile: packageRoot + "/pipewire-conf/swift-convolver-virtual-surround-7.1-hesuvi.conf", encoding: .utf8)
             .replacingOccurrences(of: "/path/to/irs/hrir.wav", with: "/home/me/hrir.wav")
             .write(toFile: config, atomically: true, encoding: .utf8)
         let run = try system.run(["pw-convolver", "run", "--config", config], environment: runner.environment)

@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -65,7 +66,7 @@ final class FilterGraphTests: XCTestCase {
     private func clientConfig(_ name: String, module: String, extraArguments: String, impulses: [String: String]) throws -> String {
         var extraArguments = extraArguments
         var text = try String(
-            contentsOfFile: BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/FilterChainConfigs/" + name, encoding: .utf8)
+            contentsOfFile: packageRoot + "/Tests/LiveTests/FilterChainConfigs/" + name, encoding: .utf8)
         for (placeholder, file) in impulses { text = text.replacingOccurrences(of: placeholder, with: "\"\(file)\"") }
         text = text.replacingOccurrences(of: "libpipewire-module-filter-chain", with: module)
         // Headless 0.3.65 has no session manager to give a module's streams ports: they configure

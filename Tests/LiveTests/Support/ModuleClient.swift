@@ -1,3 +1,4 @@
+import EngineTestSupport
 import Foundation
 
 /// A `pipewire -c client.conf` process that loads the convolver module with given arguments,
@@ -50,7 +51,7 @@ enum ModuleClient {
 /// and the node's record (`test.record-calls`) added to the convolver module's arguments.
 enum ShippedConfig {
     static func text(_ name: String, record: NodeRecord, irDirectory: String) throws -> String {
-        let text = try String(contentsOfFile: BuildProducts.packageRoot + "/pipewire-conf/" + name, encoding: .utf8)
+        let text = try String(contentsOfFile: packageRoot + "/pipewire-conf/" + name, encoding: .utf8)
             .replacingOccurrences(of: "/path/to/irs/", with: irDirectory + "/")
         return try addingRecord(record, to: text, name: name)
     }

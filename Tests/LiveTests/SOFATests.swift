@@ -31,7 +31,7 @@ final class SOFATests: XCTestCase {
         var directions: [[Double?]]
     }
 
-    static let script = BuildProducts.packageRoot + "/Tests/ConvolverNodeTests/Support/sofa_reference.py"
+    static let script = packageRoot + "/Tests/LiveTests/Support/sofa_reference.py"
 
     static func reference(_ directions: [SourceDirection], path: String = kemar) throws -> LibmysofaAnswer {
         try ReferenceScript.run(
