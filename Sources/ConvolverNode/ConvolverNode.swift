@@ -153,7 +153,7 @@ public final class ConvolverNode {
     /// engine in use holds only zeros (a re-plan of the same IR must not change the output).
     private func install(_ slot: EngineSlot, configuration: NodeConfiguration, inSilence: Bool = false) {
         if let previous = newestSlot {
-            let statistics = previous.scheduler.statistics()
+            let statistics = previous.schedulerStatistics()
             lateLevelsOfReplacedEngines += statistics.lateLevels
             lateSplitsOfReplacedEngines += statistics.split?.lateSplits ?? 0
         }
@@ -358,7 +358,7 @@ public final class ConvolverNode {
         guard let transport else { return }
         replanForRunningQuantum()  // the silence it waits for may have come since the last wake-up
         let busy = realtime.statistics.drainBusy()
-        let helpers = newestSlot?.scheduler.statistics()
+        let helpers = newestSlot?.schedulerStatistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(cFormat: "%.1f", Double($0) / 1000) } ?? "none"
         var values: [String: String] = [
             "convolver.calls": "\(realtime.statistics.calls.load(ordering: .relaxed))",

@@ -7,9 +7,9 @@ import Workgroup
 
 /// One ready-to-run engine with what the data thread needs beside it.
 final class EngineSlot {
-    let engine: ConvolutionEngine
-    /// Runs the engine's tail levels on real-time helpers; `beginCycle` before each call.
-    let scheduler: WorkgroupLevelScheduler
+    private let engine: ConvolutionEngine
+    /// Runs the engine's tail levels on real-time helpers; its cycle begins with each call.
+    private let scheduler: WorkgroupLevelScheduler
     let sampleRate: Int
     /// Per-sample coefficient of the one-pole smoother for gain/mix/bypass at this rate (~5 ms).
     let smoothingCoefficient: Float
@@ -39,6 +39,24 @@ final class EngineSlot {
         self.latencyFrames = latencyFrames
         self.autogainDB = autogainDB
     }
+
+    /// One data-thread call: begins the scheduler's cycle (the call started at `startNanos`; helper
+    /// results may be awaited until `waitLimitNanos`), then convolves. Real-time safe.
+    func process(
+        inputs: UnsafePointer<UnsafePointer<Float>?>, outputs: UnsafePointer<UnsafeMutablePointer<Float>?>,
+        frameCount: Int, startNanos: UInt64, waitLimitNanos: UInt64, graphRate: Double
+    ) {
+        scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: graphRate)
+        engine.process(inputs: inputs, outputs: outputs, frameCount: frameCount)
+    }
+
+    /// The last call's data-thread times spent on the scheduler's behalf. Real-time safe.
+    var cycleTimes: (wait: UInt64, jobs: UInt64, stalledInJobs: UInt64) {
+        (scheduler.cycleWaitNanos, scheduler.cycleJobNanos, scheduler.cycleStalledNanos)
+    }
+
+    /// The helpers' statistics so far. Not real-time safe.
+    func schedulerStatistics() -> WorkgroupSchedulerStatistics { scheduler.statistics() }
 
     /// Stops the engine's scheduler; call off the real-time thread before the last release.
     func stop() { engine.stop() }

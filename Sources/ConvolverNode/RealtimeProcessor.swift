@@ -219,9 +219,10 @@ final class RealtimeProcessor {
                     observedQuantum.store(frameCount, ordering: .relaxed)
                     if frameCount != slot.plannedBlockSize { wakeMainLoop() }
                 }
-                slot.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: rate)
                 let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
-                slot.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(engineOutputs), frameCount: frameCount)
+                slot.process(
+                    inputs: UnsafePointer(callInputs), outputs: UnsafePointer(engineOutputs), frameCount: frameCount,
+                    startNanos: startNanos, waitLimitNanos: waitLimitNanos, graphRate: rate)
                 if fadingEngine != nil {
                     crossfade(
                         into: engineOutputs, frameCount: frameCount, startNanos: startNanos, waitLimitNanos: waitLimitNanos,
@@ -277,9 +278,10 @@ final class RealtimeProcessor {
         // for any it still holds. (No array of the two: that would allocate.)
         func add(_ engine: Unmanaged<EngineSlot>?) {
             engine?._withUnsafeGuaranteedRef { slot in
-                times.wait &+= slot.scheduler.cycleWaitNanos
-                times.jobs &+= slot.scheduler.cycleJobNanos
-                times.stalledInJobs &+= slot.scheduler.cycleStalledNanos
+                let cycle = slot.cycleTimes
+                times.wait &+= cycle.wait
+                times.jobs &+= cycle.jobs
+                times.stalledInJobs &+= cycle.stalledInJobs
             }
         }
         add(activeEngine)
@@ -314,8 +316,9 @@ final class RealtimeProcessor {
         if frameCount <= Self.bufferedCallCapacity {
             // SAFETY: `fadingEngine` keeps its retain until this thread retires it.
             fading._withUnsafeGuaranteedRef { old in
-                old.scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: sampleRate)
-                old.engine.process(inputs: UnsafePointer(callInputs), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount)
+                old.process(
+                    inputs: UnsafePointer(callInputs), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount,
+                    startNanos: startNanos, waitLimitNanos: waitLimitNanos, graphRate: sampleRate)
             }
             let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
             let step = 1 / Float(max(fadeLength, 1))

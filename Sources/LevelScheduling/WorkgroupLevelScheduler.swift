@@ -108,9 +108,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     private var pool: JobPool?
     /// The pool whose statistics are reported: the running one, or the last one after `stop()`.
     private var reportedPool: JobPool?
+    /// Levels 1, 2 ... in order.
     private var levels: [LevelSchedule] = []
-    /// Levels below this run on the data thread, each job in its `post`; level `k` above it is
-    /// pool queue `k - dataThreadLevelCount`.
+    /// Levels 1 ... this run on the data thread, their jobs spread over calls (`SpreadJob`); the
+    /// others on the pool, one queue each (`queue(ofLevel:)`).
     public private(set) var dataThreadLevelCount = 0
     // SAFETY: as in InlineScheduler: the engine calls `stop()` (deinit) before it is freed, and
     // `stop()` joins every helper first.
@@ -133,9 +134,11 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// machine (`StallGauge`, one per data-thread level). Data thread only.
     public private(set) var cycleJobNanos: UInt64 = 0
     public private(set) var cycleStalledNanos: UInt64 = 0
-    /// Mutated in place on the data thread only: uniquely referenced, never copied.
+    /// By level (0, the head's, unused). Mutated in place on the data thread only: uniquely
+    /// referenced, never copied.
     private var dataThreadJobGauges: [StallGauge] = []
-    /// Per data-thread level, its job in progress (mutated in place on the data thread only).
+    /// By data-thread level, its job in progress (0, the head's, never starts). Mutated in place
+    /// on the data thread only.
     private var spreadJobs: [SpreadJob] = []
     /// The call size the engine was planned for (0: unknown, a data-thread job runs whole).
     private var expectedCallFrames = 0
@@ -217,8 +220,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         self.runner = runner
         self.levels = levels
         dataThreadLevelCount = configuration.dataThreadLevelCount(levels)
-        dataThreadJobGauges = Array(repeating: StallGauge(), count: dataThreadLevelCount)
-        spreadJobs = (0..<dataThreadLevelCount).map { SpreadJob(stepCount: runner.levelJobStepCount(level: $0)) }
+        dataThreadJobGauges = Array(repeating: StallGauge(), count: dataThreadLevelCount + 1)
+        spreadJobs = (0...dataThreadLevelCount).map { SpreadJob(stepCount: $0 == 0 ? 0 : runner.levelJobStepCount(level: $0)) }
         let pooledLevels = levels.dropFirst(dataThreadLevelCount)
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
@@ -235,7 +238,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// Real-time safe: records the job and posts a semaphore; never blocks. A data-thread level's
     /// job starts here and is spread over the calls until it is due (`SpreadJob`).
     public func post(level: Int, block: Int, dueInSamples: Int) {
-        if level < dataThreadLevelCount {
+        if level <= dataThreadLevelCount {
             finish(dataThreadJob: level)  // the level's jobs run in order
             spreadJobs[level].start(block: block, shares: shareCount(level: level, dueInSamples: dueInSamples))
             runShare(ofDataThreadJob: level)
@@ -244,20 +247,20 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         guard let pool else { return }
         let start = cycleStarted ? cycleStart : monotonicNanos()
         let deadline = start &+ UInt64(Double(max(dueInSamples, 1)) * nanosecondsPerSample)
-        pool.post(queue: level - dataThreadLevelCount, sequence: block, start: start, deadline: deadline)
+        pool.post(queue: queue(ofLevel: level), sequence: block, start: start, deadline: deadline)
     }
 
     /// Real-time safe: returns at once when the job is done, else waits on the level's semaphore
     /// at most until the cycle's wait limit; false counts a late level.
     public func awaitResult(level: Int, block: Int) -> Bool {
-        guard level >= dataThreadLevelCount else {
+        guard level > dataThreadLevelCount else {
             if spreadJobs[level].block == block { finish(dataThreadJob: level) }
             return true
         }
         guard let pool else { return false }
         let waitStart = monotonicNanos()
         defer { cycleWaitNanos &+= monotonicNanos() &- waitStart }
-        return pool.awaitCompletion(queue: level - dataThreadLevelCount, sequence: block, until: cycleStarted ? waitLimit : .max)
+        return pool.awaitCompletion(queue: queue(ofLevel: level), sequence: block, until: cycleStarted ? waitLimit : .max)
     }
 
     /// Semaphore out for split part `part` (≥ 1): posts it to its helper with the cycle's wait limit
@@ -293,7 +296,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     private func shareCount(level: Int, dueInSamples: Int) -> Int {
         guard cycleStarted, expectedCallFrames > 0 else { return 1 }
         let beforeDue = dueInSamples / expectedCallFrames
-        let beforeNextPost = levels[level].blockSize / expectedCallFrames
+        let beforeNextPost = schedule(ofLevel: level).blockSize / expectedCallFrames
         return max(1, min(beforeDue, beforeNextPost))
     }
 
@@ -337,8 +340,13 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
 
     /// Helper threads: runs the engine's job. Real-time safe (the engine's job is).
     public func runJob(queue: Int, sequence: Int) {
-        runner?.runLevelJob(level: queue + dataThreadLevelCount, block: sequence)
+        runner?.runLevelJob(level: level(ofQueue: queue), block: sequence)
     }
+
+    /// The pool's queues are the helper levels', shortest first.
+    private func queue(ofLevel level: Int) -> Int { level - 1 - dataThreadLevelCount }
+    private func level(ofQueue queue: Int) -> Int { queue + 1 + dataThreadLevelCount }
+    private func schedule(ofLevel level: Int) -> LevelSchedule { levels[level - 1] }
 
     /// Statistics so far (of the last pool after `stop()`). Not real-time safe (allocates);
     /// lock-free reads, so any thread, any time.
@@ -365,7 +373,8 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
             dataThreadLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
                 .init(
-                    blockSize: levels[queue + dataThreadLevelCount].blockSize, jobs: pool.queueStatistics[queue].snapshot(),
+                    level: level(ofQueue: queue), blockSize: schedule(ofLevel: level(ofQueue: queue)).blockSize,
+                    jobs: pool.queueStatistics[queue].snapshot(),
                     lateResults: pool.lateResults(queue: queue), droppedJobs: pool.droppedJobs(queue: queue))
             }, split: split, splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
     }
@@ -385,6 +394,8 @@ final class SplitPartRunner: JobRunner, @unchecked Sendable {
 
 public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public struct Level: Sendable {
+        /// The level's number in the engine's plan.
+        public var level: Int
         public var blockSize: Int
         /// The level's jobs on the helpers: margins to their deadlines, busy time.
         public var jobs: IntervalStatisticsSnapshot
@@ -399,7 +410,7 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var helpers: IntervalStatisticsSnapshot
     /// The shortest levels, run on the data thread (not in `levels`).
     public var dataThreadLevelCount: Int
-    /// The levels run on the helpers, shortest first (engine level `dataThreadLevelCount + index + 1`).
+    /// The levels run on the helpers, shortest first.
     public var levels: [Level]
 
     /// The fork-join split of the data thread's share (nil: not split).
@@ -442,9 +453,9 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
                     + "late splits \(split.lateSplits), taken back before their helper started \(split.takenBackParts), "
                     + "run on the data thread while their helper was busy \(split.busyParts), helper \(split.jobs)")
         }
-        for (index, level) in levels.enumerated() {
+        for level in levels {
             lines.append(
-                "  level \(dataThreadLevelCount + index + 1) (block \(level.blockSize)): late results \(level.lateResults), "
+                "  level \(level.level) (block \(level.blockSize)): late results \(level.lateResults), "
                     + "dropped \(level.droppedJobs), \(level.jobs)")
         }
         return lines.joined(separator: "\n")

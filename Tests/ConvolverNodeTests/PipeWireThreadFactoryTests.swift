@@ -23,11 +23,11 @@ final class PipeWireThreadFactoryTests: XCTestCase {
         configuration.realtimePriority = 60
         configuration.warn = { warnings.append($0) }
         let scheduler = WorkgroupLevelScheduler(configuration: configuration, threadFactory: PipeWireThreadFactory(context: context))
-        try scheduler.prepare(runner: runner, levels: [.init(blockSize: 256, dueAfterSamples: 256)])
+        try scheduler.prepare(runner: runner, levels: [.init(level: 1, blockSize: 256, dueAfterSamples: 256)])
         defer { scheduler.stop() }
-        scheduler.post(level: 0, block: 0, dueInSamples: 256)
-        XCTAssertTrue(scheduler.awaitResult(level: 0, block: 0))
-        XCTAssertEqual(runner.table[0], 0)
+        scheduler.post(level: 1, block: 0, dueInSamples: 256)
+        XCTAssertTrue(scheduler.awaitResult(level: 1, block: 0))
+        XCTAssertEqual(runner.table[0], 1_000_000)
         let names = try threadNames()
         XCTAssertTrue(names.contains("swconv-helper0"), "threads: \(names)")
         if getuid() == 0 {

@@ -5,8 +5,8 @@ import Foundation
 import Glibc
 import Synchronization
 
-/// A level-job runner for scheduler tests that do not need DSP: each job writes a value derived
-/// from (level, block) into a preallocated table, can sleep for chosen jobs (injected delays), and
+/// A level-job runner for scheduler tests that do not need DSP, of levels 1 ... `levelCount`: each
+/// job writes a value derived from (level, block) into a preallocated table (level `k`'s row `k - 1`), can sleep for chosen jobs (injected delays), and
 /// remembers the scheduling policy its helper ran under.
 public final class TableRunner: LevelJobRunner, @unchecked Sendable {
     public let levelCount: Int, blockCount: Int
@@ -29,7 +29,7 @@ public final class TableRunner: LevelJobRunner, @unchecked Sendable {
             helperPriority.store(Int(parameters.sched_priority), ordering: .relaxed)
         }
         if !injectedDelays.isEmpty, let delay = injectedDelays[level << 32 | block] { usleep(delay) }
-        table[level * blockCount + block % blockCount] = level * 1_000_000 + block
+        table[(level - 1) * blockCount + block % blockCount] = level * 1_000_000 + block
     }
 }
 

@@ -40,15 +40,15 @@ final class SpreadJobTests: XCTestCase {
                 XCTAssertNil(mismatch, "calls \(callSizes), output \(output): first difference at \(mismatch ?? -1)")
             }
             guard callSizes == [32] else { continue }
-            for (index, level) in plan.tails.enumerated() {
+            for (number, level) in plan.levels.enumerated().dropFirst() {
                 // Posted at the end of a call, due `offset - blockSize` samples later, the next post
                 // `blockSize` later: that many whole calls share it, the posting one included.
                 let shares = max(1, min((level.offset - level.blockSize) / 32 + 1, level.blockSize / 32))
-                let steps = engine.levelJobStepCount(level: index)
+                let steps = engine.levelJobStepCount(level: number)
                 XCTAssertEqual(
-                    counter.mostStepsInOneCall[index], (steps + shares - 1) / shares,
-                    "level \(index + 1) (\(level.blockSize) at \(level.offset)): \(steps) steps in \(shares) calls")
-                if shares > 1 { XCTAssertLessThan(counter.mostStepsInOneCall[index], steps) }
+                    counter.mostStepsInOneCall[number], (steps + shares - 1) / shares,
+                    "level \(number) (\(level.blockSize) at \(level.offset)): \(steps) steps in \(shares) calls")
+                if shares > 1 { XCTAssertLessThan(counter.mostStepsInOneCall[number], steps) }
             }
         }
     }
@@ -58,7 +58,7 @@ final class SpreadJobTests: XCTestCase {
 final class StepCountingScheduler: LevelJobScheduler, LevelJobRunner, @unchecked Sendable {
     let inner: WorkgroupLevelScheduler
     private unowned(unsafe) var engine: (any LevelJobRunner)?
-    /// Per level: the steps run in the current call, and the most in any call.
+    /// By level (0, the head's, unused): the steps run in the current call, and the most in any call.
     private var stepsThisCall: [Int] = []
     private(set) var mostStepsInOneCall: [Int] = []
 
@@ -74,7 +74,7 @@ final class StepCountingScheduler: LevelJobScheduler, LevelJobRunner, @unchecked
     }
     func prepare(runner: any LevelJobRunner, levels: [LevelSchedule], split: SplitShare) throws -> Int {
         engine = runner
-        stepsThisCall = Array(repeating: 0, count: levels.count)
+        stepsThisCall = Array(repeating: 0, count: levels.count + 1)
         mostStepsInOneCall = stepsThisCall
         return try inner.prepare(runner: self, levels: levels, split: split)
     }

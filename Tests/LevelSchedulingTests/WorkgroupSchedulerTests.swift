@@ -11,7 +11,7 @@ import XCTest
 final class WorkgroupSchedulerTests: XCTestCase {
     func testJobsMapToLevelsAndBlocksAndLateResultsAreCounted() throws {
         let runner = TableRunner(levelCount: 2, blockCount: 32)
-        runner.injectedDelays[1 << 32 | 5] = 400_000
+        runner.injectedDelays[2 << 32 | 5] = 400_000
         var configuration = WorkgroupSchedulerConfiguration()
         configuration.threadCount = .fixed(2)
         configuration.realtimePriority = nil
@@ -19,8 +19,8 @@ final class WorkgroupSchedulerTests: XCTestCase {
         try scheduler.prepare(
             runner: runner,
             levels: [
-                .init(blockSize: 128, dueAfterSamples: 128),
-                .init(blockSize: 256, dueAfterSamples: 256),
+                .init(level: 1, blockSize: 128, dueAfterSamples: 128),
+                .init(level: 2, blockSize: 256, dueAfterSamples: 256),
             ])
         defer { scheduler.stop() }
         var late: [Int] = []
@@ -28,21 +28,22 @@ final class WorkgroupSchedulerTests: XCTestCase {
             let start = monotonicNanos()
             // A 50 ms wait limit for this "cycle"; deadlines from the level's dueInSamples at 48 kHz.
             scheduler.beginCycle(startNanos: start, waitLimitNanos: start + 50_000_000, sampleRate: 48000)
-            scheduler.post(level: 0, block: block, dueInSamples: 128)
-            scheduler.post(level: 1, block: block, dueInSamples: 9600)  // 200 ms
-            XCTAssertTrue(scheduler.awaitResult(level: 0, block: block))
-            if !scheduler.awaitResult(level: 1, block: block) {
+            scheduler.post(level: 1, block: block, dueInSamples: 128)
+            scheduler.post(level: 2, block: block, dueInSamples: 9600)  // 200 ms
+            XCTAssertTrue(scheduler.awaitResult(level: 1, block: block))
+            if !scheduler.awaitResult(level: 2, block: block) {
                 late.append(block)
                 XCTAssertLessThan(monotonicNanos() - start, 300_000_000, "the wait overran its limit")
                 scheduler.beginCycle(startNanos: start, waitLimitNanos: .max, sampleRate: 48000)
-                XCTAssertTrue(scheduler.awaitResult(level: 1, block: block))
+                XCTAssertTrue(scheduler.awaitResult(level: 2, block: block))
             }
-            XCTAssertEqual(runner.table[block], block)
-            XCTAssertEqual(runner.table[32 + block], 1_000_000 + block)
+            XCTAssertEqual(runner.table[block], 1_000_000 + block)
+            XCTAssertEqual(runner.table[32 + block], 2_000_000 + block)
         }
         XCTAssertEqual(late, [5])
         let statistics = scheduler.statistics()
         XCTAssertEqual(statistics.lateLevels, 1)
+        XCTAssertEqual(statistics.levels.map(\.level), [1, 2])
         XCTAssertEqual(statistics.levels.map(\.lateResults), [0, 1])
         XCTAssertEqual(statistics.levels[1].jobs.intervals, 32)
         XCTAssertEqual(statistics.levels[1].jobs.lateIntervals, 1, "only the 400 ms job missed its 200 ms deadline")
@@ -197,7 +198,7 @@ final class WorkgroupEngineTests: XCTestCase {
         let impulse = [Float].noise(6000, using: &generator)
         let matrix = ConvolutionMatrix(inputCount: 1, outputCount: 1, entries: [.init(input: 0, output: 0, impulse: impulse)])
         let configuration = manyLevelConfiguration(impulseLength: impulse.count)
-        let delayedLevel = 2, delayedBlocks = [3, 9]
+        let delayedLevel = 3, delayedBlocks = [3, 9]
         let inner = WorkgroupLevelScheduler(configuration: unpacedConfiguration(threads: 2))
         let scheduler = DelayInjectingScheduler(
             inner,
@@ -224,13 +225,14 @@ final class WorkgroupEngineTests: XCTestCase {
         engine.stop()
         let statistics = inner.statistics()
         XCTAssertEqual(statistics.lateLevels, delayedBlocks.count, "\(statistics)")
-        XCTAssertEqual(statistics.levels[delayedLevel].lateResults, delayedBlocks.count)
-        XCTAssertGreaterThanOrEqual(statistics.levels[delayedLevel].jobs.lateIntervals, delayedBlocks.count)
+        let delayed = try XCTUnwrap(statistics.levels.first { $0.level == delayedLevel })
+        XCTAssertEqual(delayed.lateResults, delayedBlocks.count)
+        XCTAssertGreaterThanOrEqual(delayed.jobs.lateIntervals, delayedBlocks.count)
         // The data thread waited at most about its limit, never for the 200 ms job (generous slack).
         XCTAssertLessThan(longestCallNanos, waitNanos + 120_000_000)
 
         let expected = render(try ConvolutionEngine(matrix: matrix, configuration: configuration), [input], callSizes: [64])[0]
-        let level = engine.plan.tails[engine.plan.tails.startIndex + delayedLevel]
+        let level = engine.plan.levels[delayedLevel]
         let missing = delayedBlocks.map { (level.offset + $0 * level.blockSize)..<(level.offset + ($0 + 1) * level.blockSize) }
         XCTAssertTrue(actual.allSatisfy(\.isFinite))
         for n in actual.indices {

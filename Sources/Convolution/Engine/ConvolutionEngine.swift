@@ -21,7 +21,9 @@ public final class ConvolutionEngine: LevelJobRunner {
 
     private let routing: Routing
     private let history: InputHistory
+    /// Level 0.
     private let head: any Head
+    /// Levels 1...: `tails[k - 1]` is level `k`.
     private let tails: [TailLevel]
     private let scheduler: any LevelJobScheduler
     /// What the plan was priced with (the split's estimate uses them too).
@@ -52,7 +54,9 @@ public final class ConvolutionEngine: LevelJobRunner {
             try plan.head.isDirect
             ? DirectHead(tapCount: plan.head.blockSize, impulses: impulses, routing: routing)
             : HeadLevel(plan.head, impulses: impulses, routing: routing)
-        tails = try plan.tails.map { try TailLevel($0, impulses: impulses, routing: routing) }
+        tails = try plan.tails.enumerated().map { index, level in
+            try TailLevel(level: index + 1, level, impulses: impulses, routing: routing)
+        }
         self.scheduler = scheduler
         costs = configuration.costs
         let schedules = PartitionPlanner.tailSchedules(plan.levels, problem, configuration.costs)
@@ -102,31 +106,32 @@ public final class ConvolutionEngine: LevelJobRunner {
                 let level = tails[index]
                 level.mixResult(
                     into: outputs, outputOffset: done, count: length, at: position,
-                    scheduler: scheduler, schedulerLevel: index, outputCount: outputCount)
+                    scheduler: scheduler, outputCount: outputCount)
             }
             position += length
             done += length
             for index in tails.indices where position % tails[index].blockSize == 0 {
                 let level = tails[index]
                 let block = position / level.blockSize - 1
-                scheduler.post(level: index, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
+                scheduler.post(level: level.level, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
             }
         }
     }
 
-    /// Runs one job of tail level `level + 1` (scheduler numbering). Real-time safe.
+    /// Runs one job of level `level` (≥ 1). Real-time safe.
     public func runLevelJob(level: Int, block: Int) {
         DenormalFlush.enableOnCurrentThread()
-        tails[level].run(block: block, steps: 0..<tails[level].stepCount, history: history, routing: routing)
+        let tail = tails[level - 1]
+        tail.run(block: block, steps: 0..<tail.stepCount, history: history, routing: routing)
     }
 
     /// A transform or one segment's products per step (see `TailLevel.run`).
-    public func levelJobStepCount(level: Int) -> Int { tails[level].stepCount }
+    public func levelJobStepCount(level: Int) -> Int { tails[level - 1].stepCount }
 
-    /// Runs steps `steps` of one job of tail level `level + 1`. Real-time safe.
+    /// Runs steps `steps` of one job of level `level` (≥ 1). Real-time safe.
     public func runLevelJob(level: Int, block: Int, steps: Range<Int>) {
         DenormalFlush.enableOnCurrentThread()
-        tails[level].run(block: block, steps: steps, history: history, routing: routing)
+        tails[level - 1].run(block: block, steps: steps, history: history, routing: routing)
     }
 
     /// Runs part `part` of the head's per-output work for call piece `sequence` (fork-join split).

@@ -1,6 +1,7 @@
 /// The seam between the engine and whoever runs its level jobs.
 ///
-/// Level 0 (the head) always runs inside `ConvolutionEngine.process`. Every other level `k` turns
+/// One level number throughout: the plan's. Level 0 (the head) always runs inside
+/// `ConvolutionEngine.process`. Every other level `k` turns
 /// one complete input block into one output block: job `(level: k, block: j)`. The engine *posts*
 /// the job when input block `j` is complete and *awaits* its result when the output needs it,
 /// `LevelSchedule.dueAfterSamples` samples later. The inline scheduler runs the job at once; the
@@ -8,7 +9,7 @@
 
 /// Runs one level job. Implemented by the engine. Real-time safe.
 public protocol LevelJobRunner: AnyObject {
-    /// Computes output block `block` of level `level`. Jobs of one level must run in order of
+    /// Computes output block `block` of level `level` (≥ 1). Jobs of one level must run in order of
     /// `block`, one at a time; jobs of different levels may run concurrently.
     func runLevelJob(level: Int, block: Int)
     /// Into how many steps a job of `level` divides: a scheduler that runs the job on the data
@@ -54,6 +55,8 @@ public struct SplitShare: Sendable, Equatable {
 
 /// Timing of one level, in samples, given to the scheduler at setup.
 public struct LevelSchedule: Sendable, Equatable {
+    /// The level's number in the plan (≥ 1; the head, level 0, is not scheduled).
+    public var level: Int
     /// Samples per job (the level's block size): a job is posted every `blockSize` samples.
     public var blockSize: Int
     /// Samples from the post (input block complete) to when the output needs the result.
@@ -66,22 +69,23 @@ public struct LevelSchedule: Sendable, Equatable {
     /// the scheduler runs its jobs inline.
     public var runsOnDataThread = false
 
-    public init(blockSize: Int, dueAfterSamples: Int, estimatedJobNanoseconds: Double = .nan) {
+    public init(level: Int, blockSize: Int, dueAfterSamples: Int, estimatedJobNanoseconds: Double = .nan) {
+        self.level = level
         self.blockSize = blockSize
         self.dueAfterSamples = dueAfterSamples
         self.estimatedJobNanoseconds = estimatedJobNanoseconds
     }
 
-    /// Tail level `level` of a plan for `problem`, its job costed with `costs`.
-    public init(_ level: PartitionPlan.Level, problem: PartitionPlanner.Problem, costs: MachineCosts) {
+    /// Level `number` (≥ 1) of a plan for `problem`, its job costed with `costs`.
+    public init(level number: Int, _ level: PartitionPlan.Level, problem: PartitionPlanner.Problem, costs: MachineCosts) {
         self.init(
-            blockSize: level.blockSize, dueAfterSamples: level.offset - level.blockSize,
+            level: number, blockSize: level.blockSize, dueAfterSamples: level.offset - level.blockSize,
             estimatedJobNanoseconds: PartitionPlanner.jobNanoseconds(level, problem, costs))
     }
 }
 
 public protocol LevelJobScheduler: AnyObject {
-    /// Setup, off the real-time thread: the levels to run (index 0 here is engine level 1).
+    /// Setup, off the real-time thread: the levels to run, levels 1, 2 ... in order.
     /// Called again (after `stop()`) when the engine is rebuilt.
     func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws
     /// Input block `block` of `level` is complete. `dueInSamples`: samples from the start of the

@@ -4,6 +4,8 @@ import CSpectrumKernels
 /// input block. Jobs of one level run one at a time, in order (the scheduler's promise), so the
 /// level's scratch buffers are its own.
 final class TailLevel {
+    /// The engine's level number (≥ 1), the one the scheduler is given.
+    let level: Int
     let blockSize: Int
     var segmentCount: Int { delayLine.segmentCount }
     let offset: Int
@@ -24,7 +26,8 @@ final class TailLevel {
     /// Test only (`EngineConfiguration.testDroppedTailBlockSeconds`): an output block left out.
     var testDroppedBlock = -1
 
-    init(_ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) throws {
+    init(level number: Int, _ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) throws {
+        self.level = number
         blockSize = level.blockSize
         offset = level.offset
         fft = try RealFFT.ofSize(2 * blockSize)
@@ -76,13 +79,13 @@ final class TailLevel {
     /// Real-time safe; the wait is the scheduler's, bounded.
     func mixResult(
         into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
-        at position: Int, scheduler: any LevelJobScheduler, schedulerLevel: Int, outputCount: Int
+        at position: Int, scheduler: any LevelJobScheduler, outputCount: Int
     ) {
         // Before the first output this level contributes to: nothing to mix.
         guard let (block, samples) = result(at: position, outputCount: outputCount) else { return }
         if block != mixingBlock {
             mixingBlock = block
-            mixingBlockReady = scheduler.awaitResult(level: schedulerLevel, block: block) && block != testDroppedBlock
+            mixingBlockReady = scheduler.awaitResult(level: level, block: block) && block != testDroppedBlock
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
         for output in 0..<outputCount {

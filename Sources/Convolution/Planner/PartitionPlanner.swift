@@ -212,7 +212,7 @@ public enum PartitionPlanner {
         _ levels: [PartitionPlan.Level], _ problem: Problem,
         _ costs: MachineCosts
     ) -> [LevelSchedule] {
-        var tails = levels.dropFirst().map { LevelSchedule($0, problem: problem, costs: costs) }
+        var tails = levels.enumerated().dropFirst().map { LevelSchedule(level: $0, $1, problem: problem, costs: costs) }
         let callPeriodNanos = Double(max(1, problem.expectedBlockSize)) / problem.sampleRate * 1e9
         let onDataThread =
             problem.placement?.dataThreadLevelCount(
