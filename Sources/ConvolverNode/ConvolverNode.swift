@@ -22,21 +22,14 @@ public final class ConvolverNode {
     private var lateSplitsOfReplacedEngines = 0
     /// Builds engines for new rates and IRs off the main loop (created with the wake event).
     private var builder: EngineBuilder?
-    /// The rate the newest requested engine is for (requested or built).
-    private var requestedRate: Int
+    /// What was asked of the builder, and whether a finished build is still wanted.
+    private var requests: EngineRequests
     /// The pw_filter or the sink's streams (nil once destroyed).
     private var transport: (any NodeTransport)?
     private let realtime: RealtimeProcessor
     private var statisticsTimer: UnsafeMutablePointer<spa_source>?
     private var wakeEvent: UnsafeMutablePointer<spa_source>?
     private var controls: LiveControls
-    /// The call size new engines are planned for: the graph's quantum once the data thread saw it.
-    private var expectedBlockSize: Int
-    /// A re-plan for the graph's quantum is being built; a quantum it failed for is not retried.
-    private var quantumBuildPending = false
-    /// The newest IR or HRTF direction Props asked for while its build runs (later Props build on it).
-    private var requestedImpulseConfiguration: NodeConfiguration?
-    private var unplannableQuantum = 0
     private var lastPublished: [String: String] = [:]
     private var controlAnswers = ControlAnswers()
     /// The process latency last reported to the graph (nil: not yet).
@@ -53,7 +46,7 @@ public final class ConvolverNode {
         self.configuration = configuration
         self.context = context
         self.loop = loop
-        self.expectedBlockSize = expectedBlockSize
+        requests = EngineRequests(sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
         controls = LiveControls(
             gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass,
             width: configuration.width)
@@ -66,7 +59,6 @@ public final class ConvolverNode {
         let slot = try EngineFactory.makeSlot(
             configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
             context: context)
-        requestedRate = sampleRate
         newestSlot = slot
         realtime.activeEngine = EngineExchange.retain(slot)
 
@@ -111,7 +103,7 @@ public final class ConvolverNode {
         var first = timespec(tv_sec: 1, tv_nsec: 0)
         _ = cpw_loop_update_timer(loop, statisticsTimer, &first, &interval, false)
 
-        try transport?.connect(sampleRate: requestedRate)
+        try transport?.connect(sampleRate: requests.sampleRate)
         publishProps()
         publishLatency()
         publishStatistics()
@@ -169,11 +161,7 @@ public final class ConvolverNode {
 
     /// Asks the builder for an engine for `sampleRate` with `configuration` (main loop).
     private func requestEngine(_ configuration: NodeConfiguration, sampleRate: Int, purpose: EngineBuilder.Purpose) {
-        requestedRate = sampleRate
-        builder?.request(
-            .init(
-                configuration: configuration, sampleRate: sampleRate,
-                expectedBlockSize: expectedBlockSize, purpose: purpose))
+        builder?.request(requests.request(configuration, sampleRate: sampleRate, purpose: purpose))
     }
 
     /// The node's wake event, on the main loop: the data thread retired an engine or saw a new
@@ -183,63 +171,49 @@ public final class ConvolverNode {
         if let retired = realtime.engines.takeRetired() { EngineExchange.release(retired) }
         for completion in builder?.takeCompletions() ?? [] {
             let request = completion.request
-            if request.purpose == .quantum { quantumBuildPending = false }
-            let answersControl = request.purpose == .impulseResponse && request.configuration == requestedImpulseConfiguration
-            if answersControl { requestedImpulseConfiguration = nil }
+            let succeeded = (try? completion.result.get()) != nil
+            let verdict = requests.completed(request, succeeded: succeeded, impulseSource: configuration.impulseSource)
             switch completion.result {
-            case let .success(slot):
-                // A rate-change build is outdated when the rate changed again meanwhile.
-                if request.sampleRate != requestedRate {
-                    slot.stop()
-                    if answersControl { answerControl(buildFailure: "the graph's rate changed while it was built: send it again") }
-                    continue
-                }
-                if request.purpose == .quantum
-                    && (request.expectedBlockSize != expectedBlockSize
-                        || request.configuration.impulseSource != configuration.impulseSource)
-                {
-                    slot.stop()  // the quantum or the IR changed again meanwhile
+            case .success(let slot):
+                guard case .install(let inSilence) = verdict.action else {
+                    slot.stop()  // outdated; an IR build is outdated only by a new rate
+                    if verdict.answersProps { answerControl(buildFailure: "the graph's rate changed while it was built: send it again") }
                     continue
                 }
                 if request.purpose == .impulseResponse {
                     configuration.impulseSource = request.configuration.impulseSource
                     publishProps()
-                    if answersControl { answerControl(buildFailure: nil) }
+                    if verdict.answersProps { answerControl(buildFailure: nil) }
                 }
-                install(slot, configuration: request.configuration, inSilence: request.purpose == .quantum)
-            case let .failure(error):
+                install(slot, configuration: request.configuration, inSilence: inSilence)
+            case .failure(let error):
                 switch request.purpose {
                 case .sampleRate:
                     PipeWireLog.error("\(configuration.nodeName): cannot rebuild for \(request.sampleRate) Hz: \(error)")
                 case .impulseResponse:
                     PipeWireLog.error("\(configuration.nodeName): keeping the current IR: \(error)")
-                    if answersControl { answerControl(buildFailure: "\(error)") }
+                    if verdict.answersProps { answerControl(buildFailure: "\(error)") }
                 case .quantum:
-                    unplannableQuantum = request.expectedBlockSize
                     PipeWireLog.warning("\(configuration.nodeName): keeping the plan for quantum \(newestSlot?.plannedBlockSize ?? 0): \(error)")
                 }
             }
         }
         let rate = realtime.mismatchedRate.load(ordering: .relaxed)
-        if rate > 0 && rate != requestedRate {
+        if rate > 0 && rate != requests.sampleRate {
             requestEngine(configuration, sampleRate: rate, purpose: .sampleRate)
         }
         replanForRunningQuantum()
     }
 
-    /// Any quantum works with any plan, but the one planned for is cheapest: re-plan for the
-    /// quantum the graph runs (also after an IR or rate build planned for an old one). Only while
-    /// the input is silent (or never had sound): a build takes CPU the playing graph needs, and
-    /// the data thread takes the new engine only in silence anyway. Main loop.
+    /// Re-plans for the quantum the graph runs when `EngineRequests` says it is time. Main loop.
     private func replanForRunningQuantum() {
-        let quantum = realtime.observedQuantum.load(ordering: .relaxed)
-        guard (16...8192).contains(quantum), quantum != expectedBlockSize || newestSlot?.plannedBlockSize != quantum,
-            !quantumBuildPending, quantum != unplannableQuantum,
-            realtime.silentInputFrames.load(ordering: .relaxed) >= newestSlot?.impulseFrames ?? 0
+        guard
+            requests.shouldReplan(
+                observedQuantum: realtime.observedQuantum.load(ordering: .relaxed),
+                plannedBlockSize: newestSlot?.plannedBlockSize, impulseFrames: newestSlot?.impulseFrames,
+                silentInputFrames: realtime.silentInputFrames.load(ordering: .relaxed))
         else { return }
-        expectedBlockSize = quantum
-        quantumBuildPending = true
-        requestEngine(configuration, sampleRate: requestedRate, purpose: .quantum)
+        requestEngine(configuration, sampleRate: requests.sampleRate, purpose: .quantum)
     }
 
     // MARK: - Props
@@ -290,7 +264,7 @@ public final class ConvolverNode {
         configuration.width = controls.width
         // A new IR, or the source moved in the HRTF set: built off the main loop from the newest
         // requested configuration; installed (and shown in Props) when ready, or logged.
-        var next = requestedImpulseConfiguration ?? configuration
+        var next = requests.pendingImpulseConfiguration ?? configuration
         var rebuild = false
         if change.filename != nil && next.graph != nil {
             refusals.append("filename (the node runs a filter.graph: set its controls, \"node:Port\")")
@@ -321,10 +295,7 @@ public final class ConvolverNode {
                 refusals += change.graphControls.map { "unknown key '\($0.name)' (the live keys: \(PropsParam.liveKeys.joined(separator: ", ")))" }
             }
         }
-        if rebuild {
-            requestedImpulseConfiguration = next
-            requestEngine(next, sampleRate: requestedRate, purpose: .impulseResponse)
-        }
+        if rebuild { requestEngine(next, sampleRate: requests.sampleRate, purpose: .impulseResponse) }
         publishProps()
         if !refusals.isEmpty {
             PipeWireLog.warning("\(configuration.nodeName): Props request \(request) refused: \(refusals.joined(separator: "; "))")
