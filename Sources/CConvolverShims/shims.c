@@ -73,3 +73,8 @@ uint32_t cpw_audio_channel_from_name(const char *name)
 {
 	return spa_debug_type_find_type_short(spa_type_audio_channel, name);
 }
+
+const struct spa_pod *cpw_pod_prop_value(const struct spa_pod_prop *prop)
+{
+	return &prop->value;
+}

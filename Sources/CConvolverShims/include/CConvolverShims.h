@@ -50,3 +50,6 @@ uint32_t cpw_stream_flag_async(void);
 /// `spa_type_audio_channel`, as filter-chain reads `audio.position`), or SPA_ID_INVALID. The table
 /// is a static array in a header, which Swift does not import.
 uint32_t cpw_audio_channel_from_name(const char *name);
+
+/// The value of an object's property (`&prop->value`: Swift sees the field only as a copy).
+const struct spa_pod *cpw_pod_prop_value(const struct spa_pod_prop *prop);

@@ -168,11 +168,9 @@ enum PropsParam {
 
     /// Calls `body` with each key and value of a Props object's `params` struct.
     private static func forEachParam(in pod: UnsafePointer<spa_pod>, _ body: (String, UnsafeMutablePointer<spa_pod>) -> Void) {
-        guard let prop = spa_pod_find_prop(pod, nil, SPA_PROP_params.rawValue) else { return }
-        // SAFETY: `prop` points into `pod`, valid for this call; the parser reads within its size.
-        let structPod = UnsafeMutableRawPointer(mutating: prop).advanced(by: MemoryLayout<UInt32>.size * 2)
-            .assumingMemoryBound(to: spa_pod.self)
-        guard spa_pod_is_struct(structPod) != 0 else { return }
+        guard let prop = spa_pod_find_prop(pod, nil, SPA_PROP_params.rawValue),
+            let structPod = UnsafeMutablePointer(mutating: cpw_pod_prop_value(prop)), spa_pod_is_struct(structPod) != 0
+        else { return }
         var parser = spa_pod_parser()
         var frame = spa_pod_frame()
         spa_pod_parser_pod(&parser, structPod)
