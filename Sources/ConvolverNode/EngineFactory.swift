@@ -20,21 +20,20 @@ enum EngineFactory {
         schedulerConfiguration.sampleRate = Double(sampleRate)
         schedulerConfiguration.split = configuration.workgroupSplit
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
-        if configuration.testFault == .overrunDataThreadJobs {
-            schedulerConfiguration.testDataThreadJobOverrunNanos = UInt64(1.5e9 * Double(expectedBlockSize) / Double(sampleRate))
-        }
         let engineConfiguration = EngineConfiguration(
             expectedBlockSize: expectedBlockSize,
             maxPartitionSize: configuration.maxPartitionSize,
             placement: .node,
             sampleRate: Double(sampleRate),
-            costs: MeasuredMachineCosts.thisMachine,
-            testDroppedTailBlockSeconds: configuration.testFault == .dropTailBlock ? 3 : nil)
+            costs: MeasuredMachineCosts.thisMachine)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
         let engine: ConvolutionEngine
         do {
-            engine = try ConvolutionEngine(matrix: matrix, configuration: engineConfiguration, scheduler: scheduler)
+            engine = try ConvolutionEngine(
+                matrix: matrix, configuration: engineConfiguration,
+                scheduler: FaultInjectingScheduler.wrapping(
+                    scheduler, fault: configuration.testFault, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize))
         } catch {
             throw .engine("\(error)")
         }

@@ -91,12 +91,7 @@ final class RealtimeProcessor {
     /// Test only: every call's input and output (`CallRecorder`, module key `test.record-calls`).
     let callRecorder: CallRecorder?
     /// Test only: the deliberate fault of `test.fault` (nil in every real use).
-    private let testFault: TestFault?
-    private var testAllocationSink: [Float] = []
-    /// `delay-one-sample`: each output's last sample of the previous call.
-    private let testDelayCarry: UnsafeMutablePointer<Float>
-    /// `alter-after-record`: calls so far.
-    private var testFaultCalls = 0
+    private let faults: FaultInjector?
 
     init(
         inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
@@ -105,9 +100,7 @@ final class RealtimeProcessor {
         self.inputCount = inputCount
         self.outputCount = outputCount
         callRecorder = testRecordCallsPath.map { CallRecorder(path: $0, inputCount: inputCount, outputCount: outputCount) }
-        self.testFault = testFault
-        testDelayCarry = .allocate(capacity: outputCount)
-        testDelayCarry.initialize(repeating: 0, count: outputCount)
+        faults = testFault.map { FaultInjector(fault: $0, outputCount: outputCount) }
         crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
         (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
@@ -132,7 +125,6 @@ final class RealtimeProcessor {
         inputStorage.deallocate()
         inputCopies.deallocate()
         callInputs.deallocate()
-        testDelayCarry.deallocate()
     }
 
     /// `channels` zeroed buffers of `bufferedCallCapacity` frames: one storage, and a pointer per channel.
@@ -171,7 +163,7 @@ final class RealtimeProcessor {
     /// eventfd write to wake the main loop.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         let startCPUNanos = threadCPUNanos()
-        if testFault == .swapOutputs && outputCount >= 2 { (outputBuffers[0], outputBuffers[1]) = (outputBuffers[1], outputBuffers[0]) }
+        faults?.beforeCall(outputs: outputBuffers)
         for channel in 0..<inputCount {
             callInputs[channel] = inputBuffers[channel]
             guard frameCount <= Self.bufferedCallCapacity, let input = inputBuffers[channel], let copy = inputCopies[channel] else { continue }
@@ -237,37 +229,15 @@ final class RealtimeProcessor {
         }
 
         countSilentInput(frameCount: frameCount)
-        switch testFault {
-        case .allocateInProcess: testAllocationSink = [Float](repeating: 0, count: frameCount + 1)
-        case .delayOneSample: delayOutputsOneSample(frameCount: frameCount)
-        default: break
-        }
+        faults?.beforeRecord(outputs: outputBuffers, frameCount: frameCount)
         callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount, startNanos: startNanos)
-        if testFault == .alterAfterRecord { alterFirstSampleEvery64thCall() }
+        faults?.afterRecord(outputs: outputBuffers)
 
         let endNanos = monotonicNanos()
         var times = schedulerTimes()
         times.busy = endNanos &- startNanos
         times.cpu = threadCPUNanos() &- startCPUNanos
         statistics.record(times, frameCount: frameCount, periodNanos: UInt64(periodNanos), late: deadline > 0 && endNanos > deadline)
-    }
-
-    /// `delay-one-sample`: shifts every output one frame later, carrying the last one to the next call.
-    private func delayOutputsOneSample(frameCount: Int) {
-        for channel in 0..<outputCount {
-            guard let output = outputBuffers[channel], frameCount > 0 else { continue }
-            let last = output[frameCount - 1]
-            (output + 1).update(from: output, count: frameCount - 1)
-            output[0] = testDelayCarry[channel]
-            testDelayCarry[channel] = last
-        }
-    }
-
-    /// `alter-after-record`: every 64th call adds 0.25 to each output's first sample.
-    private func alterFirstSampleEvery64thCall() {
-        testFaultCalls += 1
-        guard testFaultCalls % 64 == 0 else { return }
-        for channel in 0..<outputCount { outputBuffers[channel]?[0] += 0.25 }
     }
 
     /// This call's waits for helper results and data-thread jobs, of the engine in use and the one

@@ -33,10 +33,6 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     public var splitTakeBack = true
     /// The rate the split's call period is sized at (setup); cycles carry their own rate.
     public var sampleRate = 48000.0
-    /// Test only (the node's `test.fault = overrun-data-thread-jobs`): every data-thread job's
-    /// share of a call lasts at least this long (it spins), a level too heavy for the data thread,
-    /// whose late cycles must count as the node's own and not as stalls.
-    public var testDataThreadJobOverrunNanos: UInt64 = 0
     /// Where the single "real-time refused" warning goes.
     public var warn: @Sendable (String) -> Void = { message in
         fputs("swift-convolver: warning: \(message)\n", stderr)
@@ -306,9 +302,6 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         let jobStart = monotonicNanos()
         let steps = spreadJobs[level].takeShare()
         runner?.runLevelJob(level: level, block: spreadJobs[level].block, steps: steps)
-        if configuration.testDataThreadJobOverrunNanos > 0 {
-            while monotonicNanos() &- jobStart < configuration.testDataThreadJobOverrunNanos {}
-        }
         let jobNanos = monotonicNanos() &- jobStart
         cycleJobNanos &+= jobNanos
         cycleStalledNanos &+= dataThreadJobGauges[level].stalledNanos(ofRun: jobNanos)

@@ -64,9 +64,6 @@ public final class ConvolutionEngine: LevelJobRunner {
             runner: self, levels: schedules,
             split: SplitShare(unitCount: head.splitUnitCount, expectedCallFrames: configuration.expectedBlockSize))
         try head.configureSplit(partCount: partCount, routing: routing)
-        if let seconds = configuration.testDroppedTailBlockSeconds, let longest = tails.last {
-            longest.testDroppedBlock = max(0, Int(seconds * configuration.sampleRate) - longest.offset) / longest.blockSize
-        }
     }
 
     /// Into how many parts the head's per-output work is split on each call (1: not split; part 0

@@ -13,14 +13,10 @@ public struct EngineConfiguration: Sendable, Equatable {
     /// What transforms and multiply-adds cost, for the planner and the placement: this machine's
     /// (`MeasuredMachineCosts`, the node and the CLI) or fixed ones (`typical`, tests and offline).
     public var costs: MachineCosts
-    /// Test only: a deliberately broken engine whose longest tail level leaves out the output
-    /// block that holds this stream time (seconds), so tests can show their judges catch it.
-    public var testDroppedTailBlockSeconds: Double?
 
     public init(
         expectedBlockSize: Int = 256, maxPartitionSize: Int = 16384, fixedPlan: PartitionPlan? = nil,
-        placement: LevelPlacement? = nil, sampleRate: Double = 48000, costs: MachineCosts = .typical,
-        testDroppedTailBlockSeconds: Double? = nil
+        placement: LevelPlacement? = nil, sampleRate: Double = 48000, costs: MachineCosts = .typical
     ) {
         self.expectedBlockSize = expectedBlockSize
         self.maxPartitionSize = maxPartitionSize
@@ -28,7 +24,6 @@ public struct EngineConfiguration: Sendable, Equatable {
         self.placement = placement
         self.sampleRate = sampleRate
         self.costs = costs
-        self.testDroppedTailBlockSeconds = testDroppedTailBlockSeconds
     }
 
     /// The plan a uniformly partitioned engine (one level, block = `blockSize`) would use:

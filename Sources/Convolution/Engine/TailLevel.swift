@@ -23,8 +23,6 @@ final class TailLevel {
     // Data-thread state: the output block being mixed in, and whether its result came in time.
     private var mixingBlock = -1
     private var mixingBlockReady = false
-    /// Test only (`EngineConfiguration.testDroppedTailBlockSeconds`): an output block left out.
-    var testDroppedBlock = -1
 
     init(level number: Int, _ level: PartitionPlan.Level, impulses: [[Float]], routing: Routing) throws {
         self.level = number
@@ -85,7 +83,7 @@ final class TailLevel {
         guard let (block, samples) = result(at: position, outputCount: outputCount) else { return }
         if block != mixingBlock {
             mixingBlock = block
-            mixingBlockReady = scheduler.awaitResult(level: level, block: block) && block != testDroppedBlock
+            mixingBlockReady = scheduler.awaitResult(level: level, block: block)
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
         for output in 0..<outputCount {
