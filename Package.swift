@@ -29,23 +29,25 @@ let package = Package(
         // The spectrum multiply-add compiled for AVX, chosen at run time (Swift cannot do that per function).
         .target(name: "CSpectrumKernels"),
 
+        // The owner of raw memory (fixed buffers) and the error when the machine has none left.
+        .target(name: "FixedMemory", swiftSettings: realtimeSwiftSettings),
         // Pure DSP: the partitioned engine, its planner, FFT, kernels, impulse responses.
         .target(
-            name: "Convolution", dependencies: ["CFFTW", "CSndFile", "CSoxr", "CMySofa", "CSpectrumKernels"],
+            name: "Convolution", dependencies: ["FixedMemory", "CFFTW", "CSndFile", "CSoxr", "CMySofa", "CSpectrumKernels"],
             swiftSettings: realtimeSwiftSettings),
         // Real-time helper threads, semaphores, intervals and deadlines. Knows nothing of DSP.
-        .target(name: "Workgroup", swiftSettings: realtimeSwiftSettings),
+        .target(name: "Workgroup", dependencies: ["FixedMemory"], swiftSettings: realtimeSwiftSettings),
         // The engine's level jobs and split parts on the workgroup's helpers. No PipeWire.
         .target(name: "LevelScheduling", dependencies: ["Convolution", "Workgroup"], swiftSettings: realtimeSwiftSettings),
         // The PipeWire filter node: ports, process(), params, statistics, module entry.
         .target(
             name: "ConvolverNode",
-            dependencies: ["Convolution", "Workgroup", "LevelScheduling", "CPipeWire", "CConvolverShims"],
+            dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling", "CPipeWire", "CConvolverShims"],
             swiftSettings: realtimeSwiftSettings),
 
         // Wiring only.
         .executableTarget(
-            name: "pw-convolver", dependencies: ["ConvolverNode", "LevelScheduling", "Workgroup"],
+            name: "pw-convolver", dependencies: ["FixedMemory", "ConvolverNode", "LevelScheduling", "Workgroup"],
             swiftSettings: realtimeSwiftSettings),
         .target(
             name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
@@ -64,7 +66,7 @@ let package = Package(
         .target(
             name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport",
             exclude: ["resample_reference.py"]),
-        .testTarget(name: "ConvolutionTests", dependencies: ["Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
+        .testTarget(name: "ConvolutionTests", dependencies: ["FixedMemory", "Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         // pw-convolver end to end: the built executable run on files, its output checked.
         .testTarget(name: "CommandLineTests", dependencies: ["Convolution", "EngineTestSupport"]),

@@ -1,4 +1,5 @@
 // Test seam: the node's own input and output, call by call, as the data thread saw them.
+import FixedMemory
 import Glibc
 import Workgroup
 
@@ -24,26 +25,19 @@ final class CallRecorder {
     private let path: String
     private let inputCount: Int
     private let channels: Int
-    private let samples: UnsafeMutablePointer<Float>
+    private let samples: FixedBuffer<Float>
     /// Per call: frames, start and end of its writes (ns).
-    private let callTimes: UnsafeMutablePointer<UInt64>
+    private let callTimes: FixedBuffer<UInt64>
     /// Frames and calls recorded: the data thread's until the node is destroyed (then `write` reads them).
     private var recordedFrames = 0
     private var recordedCalls = 0
 
-    init(path: String, inputCount: Int, outputCount: Int) {
+    init(path: String, inputCount: Int, outputCount: Int) throws(ResourceError) {
         self.path = path
         self.inputCount = inputCount
         channels = inputCount + outputCount
-        samples = .allocate(capacity: Self.capacityFrames * channels)
-        samples.initialize(repeating: 0, count: Self.capacityFrames * channels)
-        callTimes = .allocate(capacity: 3 * Self.capacityCalls)
-        callTimes.initialize(repeating: 0, count: 3 * Self.capacityCalls)
-    }
-
-    deinit {
-        samples.deallocate()
-        callTimes.deallocate()
+        samples = try FixedBuffer(repeating: 0, count: Self.capacityFrames * channels)
+        callTimes = try FixedBuffer(repeating: 0, count: 3 * Self.capacityCalls)
     }
 
     /// Real-time safe: copies the call's input into the preallocated memory (a missing buffer is
@@ -61,7 +55,7 @@ final class CallRecorder {
                 channels: inputCount..<channels, frameCount: frameCount, missing: .nan,
                 { UnsafePointer(outputs[$0 - inputCount]) })
         else { return }
-        let times = callTimes + 3 * recordedCalls
+        let times = callTimes.pointer + 3 * recordedCalls
         times[0] = UInt64(frameCount)
         times[1] = startNanos
         times[2] = endNanos
@@ -78,7 +72,7 @@ final class CallRecorder {
         let start = recordedFrames
         guard start + frameCount <= Self.capacityFrames else { return false }
         for channel in range {
-            let destination = samples + start * channels + channel * frameCount
+            let destination = samples.pointer + start * channels + channel * frameCount
             if let source = buffer(channel) {
                 destination.update(from: source, count: frameCount)
             } else {
@@ -94,7 +88,7 @@ final class CallRecorder {
         var start = 0
         for call in 0..<recordedCalls {
             let frameCount = Int(callTimes[3 * call])
-            let block = samples + start * channels
+            let block = samples.pointer + start * channels
             for channel in 0..<channels {
                 for frame in 0..<frameCount {
                     interleaved[(start + frame) * channels + channel] = block[channel * frameCount + frame]
@@ -107,7 +101,7 @@ final class CallRecorder {
             fclose(file)
         }
         if let file = fopen(path + ".times", "wb") {
-            fwrite(callTimes, 3 * MemoryLayout<UInt64>.size, recordedCalls, file)
+            fwrite(callTimes.pointer, 3 * MemoryLayout<UInt64>.size, recordedCalls, file)
             fclose(file)
         }
     }

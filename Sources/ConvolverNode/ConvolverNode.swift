@@ -50,11 +50,15 @@ public final class ConvolverNode {
         controls = LiveControls(
             gain: configuration.gain, mix: configuration.mix, bypass: configuration.bypass,
             width: configuration.width)
-        realtime = RealtimeProcessor(
-            inputCount: configuration.channelCount, outputCount: configuration.outputCount,
-            controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
-            crossfadeEqualPower: configuration.crossfadeEqualPower,
-            testRecordCallsPath: configuration.testRecordCallsPath, testFault: configuration.testFault)
+        do {
+            realtime = try RealtimeProcessor(
+                inputCount: configuration.channelCount, outputCount: configuration.outputCount,
+                controls: controls, crossfadeSeconds: configuration.crossfadeSeconds,
+                crossfadeEqualPower: configuration.crossfadeEqualPower,
+                testRecordCallsPath: configuration.testRecordCallsPath, testFault: configuration.testFault)
+        } catch {
+            throw .engine("\(error)")
+        }
 
         let slot = try EngineFactory.makeSlot(
             configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,

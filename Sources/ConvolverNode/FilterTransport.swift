@@ -2,6 +2,7 @@
 // position (`input_<POS>`, `output_<POS>`), routed by hand (pw-link, qpwgraph).
 import CConvolverShims
 import CPipeWire
+import FixedMemory
 import Glibc
 import Workgroup
 
@@ -10,10 +11,10 @@ final class FilterTransport: NodeTransport {
     private let realtime: RealtimeProcessor
     private var filter: OpaquePointer?
     /// PipeWire keeps pointers to the hook and the event table: both outlive the filter.
-    private let listener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let listener = ListenerHook()
     /// Port data pointers from `pw_filter_add_port`, one per channel.
-    private let inputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    private let outputPorts: UnsafeMutablePointer<UnsafeMutableRawPointer?>
+    private let inputPorts: FixedBuffer<UnsafeMutableRawPointer?>
+    private let outputPorts: FixedBuffer<UnsafeMutableRawPointer?>
     private let nodeName: String
     private let onProps: (UnsafePointer<spa_pod>) -> Void
 
@@ -25,11 +26,12 @@ final class FilterTransport: NodeTransport {
         self.realtime = realtime
         self.onProps = onProps
         nodeName = configuration.nodeName
-        listener.initialize(to: spa_hook())
-        inputPorts = .allocate(capacity: configuration.channelCount)
-        inputPorts.initialize(repeating: nil, count: configuration.channelCount)
-        outputPorts = .allocate(capacity: configuration.outputCount)
-        outputPorts.initialize(repeating: nil, count: configuration.outputCount)
+        do {
+            inputPorts = try FixedBuffer(repeating: nil, count: configuration.channelCount)
+            outputPorts = try FixedBuffer(repeating: nil, count: configuration.outputCount)
+        } catch {
+            throw .engine("\(error)")
+        }
 
         var properties = audioNodeProperties(
             name: configuration.nodeName, description: configuration.nodeDescription,
@@ -42,7 +44,7 @@ final class FilterTransport: NodeTransport {
         let (created, error) = configuration.nodeName.withCString { name in withErrno { pw_filter_new(core, name, nodeProperties) } }
         guard let filter = created else { throw .pipeWire(call: "pw_filter_new", errno: error) }
         self.filter = filter
-        pw_filter_add_listener(filter, listener, PipeWireCallbacks.filterEvents, Unmanaged.passUnretained(self).toOpaque())
+        pw_filter_add_listener(filter, listener.pointer, PipeWireCallbacks.filterEvents, Unmanaged.passUnretained(self).toOpaque())
 
         let portLists = [
             (SPA_DIRECTION_INPUT, "input", configuration.positions, inputPorts),
@@ -70,9 +72,6 @@ final class FilterTransport: NodeTransport {
 
     deinit {
         destroy()
-        listener.deallocate()
-        inputPorts.deallocate()
-        outputPorts.deallocate()
     }
 
     var nodeID: UInt32 { filter.map { pw_filter_get_node_id($0) } ?? UInt32.max }
@@ -101,7 +100,7 @@ final class FilterTransport: NodeTransport {
         guard let filter else { return }
         pw_filter_destroy(filter)  // emits `destroy`, which removes our hook and clears `filter`
         if self.filter != nil {
-            spa_hook_remove(listener)
+            spa_hook_remove(listener.pointer)
             self.filter = nil
         }
     }
@@ -130,7 +129,7 @@ final class FilterTransport: NodeTransport {
     // MARK: - Filter events (from PipeWireCallbacks, main loop)
 
     func filterDestroyed() {
-        spa_hook_remove(listener)
+        spa_hook_remove(listener.pointer)
         filter = nil
     }
 

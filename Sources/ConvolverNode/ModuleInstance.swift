@@ -16,7 +16,7 @@ public final class ConvolverModuleInstance {
     private var core: OpaquePointer?
     private let ownsCore: Bool
     private var node: ConvolverNode?
-    private let moduleListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let moduleListener = ListenerHook()
     private var coreListener: CoreListener?
 
     /// `pipewire__module_init`: 0, or a negative errno after logging why. `usage` is the module's
@@ -46,7 +46,6 @@ public final class ConvolverModuleInstance {
 
     private init(module: OpaquePointer, configuration: NodeConfiguration, usage: String) throws(ConvolverNodeError) {
         self.module = module
-        moduleListener.initialize(to: spa_hook())
         let context = pw_impl_module_get_context(module)
         // In the daemon and in `pipewire -c` processes alike: use the context's core if it has
         // one, else connect (as module-filter-chain does).
@@ -58,7 +57,6 @@ public final class ConvolverModuleInstance {
             ownsCore = true
         } else {
             let error = errno
-            moduleListener.deallocate()
             throw .pipeWire(call: "pw_context_connect", errno: error)
         }
         if let core {
@@ -80,14 +78,12 @@ public final class ConvolverModuleInstance {
                 sampleRate: configuration.audioRate ?? rate, expectedBlockSize: quantum)
         } catch let error as ConvolverNodeError {
             teardown()
-            moduleListener.deallocate()
             throw error
         } catch {
             teardown()
-            moduleListener.deallocate()
             throw .engine("\(error)")
         }
-        pw_impl_module_add_listener(module, moduleListener, PipeWireCallbacks.moduleEvents, Unmanaged.passUnretained(self).toOpaque())
+        pw_impl_module_add_listener(module, moduleListener.pointer, PipeWireCallbacks.moduleEvents, Unmanaged.passUnretained(self).toOpaque())
         let moduleProperties = makeProperties([
             (PW_KEY_MODULE_AUTHOR, "swift-convolver"),
             (PW_KEY_MODULE_DESCRIPTION, "Zero-latency partitioned convolver filter node"),
@@ -112,9 +108,8 @@ public final class ConvolverModuleInstance {
 
     /// The module's `destroy` event (PipeWireCallbacks).
     func moduleDestroyed() {
-        spa_hook_remove(moduleListener)
+        spa_hook_remove(moduleListener.pointer)
         teardown()
-        moduleListener.deallocate()
         Unmanaged.passUnretained(self).release()  // balances load()'s passRetained
     }
 }

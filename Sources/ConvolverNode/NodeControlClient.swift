@@ -59,8 +59,8 @@ public final class NodeControlClient {
     private let core: OpaquePointer
     private let registry: OpaquePointer
     // PipeWire keeps pointers to the hooks: they live at fixed heap addresses until deinit.
-    private let registryHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let registryProxyHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let registryHook = ListenerHook()
+    private let registryProxyHook = ListenerHook()
     private var coreListener: CoreListener?
     private var nodes: [UInt32: BoundNode] = [:]
     private var syncSequence: Int32 = -1
@@ -86,12 +86,10 @@ public final class NodeControlClient {
             throw .cannotConnect(runtimeDirectory: runtimeDirectory)
         }
         self.registry = registry
-        registryHook.initialize(to: spa_hook())
-        registryProxyHook.initialize(to: spa_hook())
         let userData = Unmanaged.passUnretained(self).toOpaque()
         // pw_registry_add_listener is a macro over the proxy's object listener: call that directly.
-        pw_proxy_add_object_listener(registry, registryHook, UnsafeRawPointer(PipeWireCallbacks.controlRegistryEvents), userData)
-        pw_proxy_add_listener(registry, registryProxyHook, PipeWireCallbacks.controlRegistryProxyEvents, userData)
+        pw_proxy_add_object_listener(registry, registryHook.pointer, UnsafeRawPointer(PipeWireCallbacks.controlRegistryEvents), userData)
+        pw_proxy_add_listener(registry, registryProxyHook.pointer, PipeWireCallbacks.controlRegistryProxyEvents, userData)
         coreListener = CoreListener(core: core) { [unowned self] reason in
             connectionLost = reason
             onChange()
@@ -101,15 +99,13 @@ public final class NodeControlClient {
     deinit {
         if connectionLost == nil {
             for node in nodes.values { node.unbind() }
-            spa_hook_remove(registryHook)
-            spa_hook_remove(registryProxyHook)
+            spa_hook_remove(registryHook.pointer)
+            spa_hook_remove(registryProxyHook.pointer)
             pw_proxy_destroy(registry)
             coreListener?.remove()
             pw_core_disconnect(core)
         }
         pw_context_destroy(context)  // after a lost connection: also the core and its proxies
-        registryHook.deallocate()
-        registryProxyHook.deallocate()
         podBuffer.deallocate()
     }
 
@@ -222,7 +218,7 @@ final class BoundNode {
     let id: UInt32
     let proxy: OpaquePointer
     private unowned let client: NodeControlClient
-    private let hook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let hook = ListenerHook()
     private var bound = true
     var properties: [String: String] = [:]
     var controls: [(key: String, value: ControlValue)] = []
@@ -231,20 +227,18 @@ final class BoundNode {
         self.id = id
         self.proxy = OpaquePointer(proxy)
         self.client = client
-        hook.initialize(to: spa_hook())
         pw_proxy_add_object_listener(
-            self.proxy, hook, UnsafeRawPointer(PipeWireCallbacks.controlNodeEvents), Unmanaged.passUnretained(self).toOpaque())
+            self.proxy, hook.pointer, UnsafeRawPointer(PipeWireCallbacks.controlNodeEvents), Unmanaged.passUnretained(self).toOpaque())
     }
 
     deinit {
         unbind()
-        hook.deallocate()
     }
 
     func unbind() {
         guard bound else { return }
         bound = false
-        spa_hook_remove(hook)
+        spa_hook_remove(hook.pointer)
         pw_proxy_destroy(proxy)
     }
 

@@ -1,4 +1,5 @@
 // Lock-free statistics of the data thread, read once a second by the main loop.
+import FixedMemory
 import Synchronization
 import Workgroup
 
@@ -36,18 +37,15 @@ final class ProcessStatistics {
     /// (data thread only).
     private var restGauge = StallGauge()
     private var gaugedFrameCount = 0
-    private let busyNanosRing: UnsafeMutablePointer<UInt32>
+    private let busyNanosRing: FixedBuffer<UInt32>
     /// Busy times written so far; the ring index is this modulo the capacity.
     private let busyWriteCount = Atomic<Int>(0)
     /// Reader-side position (main loop only).
     private var busyReadCount = 0
 
-    init() {
-        busyNanosRing = .allocate(capacity: Self.ringCapacity)
-        busyNanosRing.initialize(repeating: 0, count: Self.ringCapacity)
+    init() throws(ResourceError) {
+        busyNanosRing = try FixedBuffer(repeating: 0, count: Self.ringCapacity)
     }
-
-    deinit { busyNanosRing.deallocate() }
 
     /// Records one call of `frameCount` frames. Real-time safe: arithmetic, atomic increments and
     /// one store into preallocated memory.

@@ -3,6 +3,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import FixedMemory
 import Glibc
 import Synchronization
 import Workgroup
@@ -12,7 +13,7 @@ import Workgroup
 /// `engines` (an `EngineExchange`), controls through atomics.
 ///
 /// Crossfade: the replaced engine is not retired at once. For `crossfadeSeconds` both engines run
-/// side by side (the old one into `fadeBuffers`, allocated here for up to `bufferedCallCapacity` frames)
+/// side by side (the old one into `fade`, allocated here for up to `bufferedCallCapacity` frames)
 /// and the output glides old → new per sample; then the old engine is retired. A new offered
 /// engine waits until the fade in progress has finished.
 ///
@@ -24,8 +25,8 @@ final class RealtimeProcessor {
     let inputCount: Int
     let outputCount: Int
     /// This call's buffers (nil: port not linked), filled by the transport before `process`.
-    let inputBuffers: UnsafeMutablePointer<UnsafePointer<Float>?>
-    let outputBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    let inputBuffers: FixedBuffer<UnsafePointer<Float>?>
+    let outputBuffers: FixedBuffer<UnsafeMutablePointer<Float>?>
 
     /// The hand-over of engines from the main loop and back.
     let engines = EngineExchange()
@@ -44,23 +45,20 @@ final class RealtimeProcessor {
     /// is computed in the port buffers and ends a fade.
     static let bufferedCallCapacity = 8192
     /// The old engine's output during a fade: `outputCount` buffers of `bufferedCallCapacity` frames.
-    private let fadeStorage: UnsafeMutablePointer<Float>
-    private let fadeBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    private let fade: CallBuffers
     /// The engine's output, staged here and written to the port buffers in one last pass: after a
     /// stall PipeWire 0.3.65 can run the node twice at one clock position while the next node
     /// already reads the port buffer of the first run, and a block computed in place would reach
     /// it half written (traced: the head and the shorter levels without the longest).
-    private let stagedStorage: UnsafeMutablePointer<Float>
-    private let stagedBuffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    private let staged: CallBuffers
     /// The call's input, copied here first: the engine, the dry mix and the silence count then
     /// read one unchanging copy. PipeWire 1.x can hand a DSP port the buffer of an asynchronous
     /// producer (pw-play) that the producer rewrites while the call runs (traced at quantum
     /// changes: the engine's output no longer the convolution of the input it was given).
-    private let inputStorage: UnsafeMutablePointer<Float>
-    private let inputCopies: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    private let inputCopies: CallBuffers
     /// What this call reads: the copies (nil for a missing buffer), or for a call longer than the
     /// copies the port buffers themselves.
-    private let callInputs: UnsafeMutablePointer<UnsafePointer<Float>?>
+    private let callInputs: FixedBuffer<UnsafePointer<Float>?>
     /// Swaps done and swaps that were crossfaded (main loop reads them for statistics).
     let swaps = Atomic<Int>(0)
     let crossfades = Atomic<Int>(0)
@@ -83,7 +81,7 @@ final class RealtimeProcessor {
     var wakeLoop: UnsafeMutablePointer<pw_loop>?
     var wakeSource: UnsafeMutablePointer<spa_source>?
 
-    let statistics = ProcessStatistics()
+    let statistics: ProcessStatistics
     /// Share of the call's period the data thread may spend waiting for helper results; the rest
     /// is the safety margin for the rest of the graph.
     static let waitFraction = 0.75
@@ -96,48 +94,23 @@ final class RealtimeProcessor {
     init(
         inputCount: Int, outputCount: Int, controls: LiveControls, crossfadeSeconds: Double = 0.05,
         crossfadeEqualPower: Bool = true, testRecordCallsPath: String? = nil, testFault: TestFault? = nil
-    ) {
+    ) throws(ResourceError) {
         self.inputCount = inputCount
         self.outputCount = outputCount
-        callRecorder = testRecordCallsPath.map { CallRecorder(path: $0, inputCount: inputCount, outputCount: outputCount) }
+        callRecorder = try testRecordCallsPath.map { path throws(ResourceError) in
+            try CallRecorder(path: path, inputCount: inputCount, outputCount: outputCount)
+        }
         faults = testFault.map { FaultInjector(fault: $0, outputCount: outputCount) }
         crossfadeSecondsBits = Atomic(crossfadeSeconds.bitPattern)
         self.crossfadeEqualPower = Atomic(crossfadeEqualPower)
-        (fadeStorage, fadeBuffers) = Self.callBuffers(channels: outputCount)
-        (stagedStorage, stagedBuffers) = Self.callBuffers(channels: outputCount)
-        (inputStorage, inputCopies) = Self.callBuffers(channels: inputCount)
-        callInputs = .allocate(capacity: inputCount)
-        callInputs.initialize(repeating: nil, count: inputCount)
-        inputBuffers = .allocate(capacity: inputCount)
-        inputBuffers.initialize(repeating: nil, count: inputCount)
-        outputBuffers = .allocate(capacity: outputCount)
-        outputBuffers.initialize(repeating: nil, count: outputCount)
+        fade = try CallBuffers(channels: outputCount)
+        staged = try CallBuffers(channels: outputCount)
+        inputCopies = try CallBuffers(channels: inputCount)
+        callInputs = try FixedBuffer(repeating: nil, count: inputCount)
+        inputBuffers = try FixedBuffer(repeating: nil, count: inputCount)
+        outputBuffers = try FixedBuffer(repeating: nil, count: outputCount)
+        statistics = try ProcessStatistics()
         outputMix = OutputMix(controls)
-    }
-
-    deinit {
-        inputBuffers.deallocate()
-        outputBuffers.deallocate()
-        fadeStorage.deallocate()
-        fadeBuffers.deallocate()
-        stagedStorage.deallocate()
-        stagedBuffers.deallocate()
-        inputStorage.deallocate()
-        inputCopies.deallocate()
-        callInputs.deallocate()
-    }
-
-    /// `channels` zeroed buffers of `bufferedCallCapacity` frames: one storage, and a pointer per channel.
-    private static func callBuffers(
-        channels: Int
-    )
-        -> (storage: UnsafeMutablePointer<Float>, buffers: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>)
-    {
-        let storage = UnsafeMutablePointer<Float>.allocate(capacity: channels * bufferedCallCapacity)
-        storage.initialize(repeating: 0, count: channels * bufferedCallCapacity)
-        let buffers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: channels)
-        for channel in 0..<channels { (buffers + channel).initialize(to: storage + channel * bufferedCallCapacity) }
-        return (storage, buffers)
     }
 
     /// Data thread: the offered engine, if it may be taken now, and whether it replaces in silence.
@@ -163,14 +136,16 @@ final class RealtimeProcessor {
     /// eventfd write to wake the main loop.
     func process(frameCount: Int, sampleRate graphRate: Int, deadline: UInt64, startNanos: UInt64) {
         let startCPUNanos = threadCPUNanos()
-        faults?.beforeCall(outputs: outputBuffers)
+        faults?.beforeCall(outputs: outputBuffers.pointer)
         for channel in 0..<inputCount {
             callInputs[channel] = inputBuffers[channel]
-            guard frameCount <= Self.bufferedCallCapacity, let input = inputBuffers[channel], let copy = inputCopies[channel] else { continue }
+            guard frameCount <= Self.bufferedCallCapacity, let input = inputBuffers[channel], let copy = inputCopies.channels[channel] else {
+                continue
+            }
             copy.update(from: input, count: frameCount)
             callInputs[channel] = UnsafePointer(copy)
         }
-        callRecorder?.recordInputs(UnsafePointer(callInputs), frameCount: frameCount)
+        callRecorder?.recordInputs(UnsafePointer(callInputs.pointer), frameCount: frameCount)
         if fadingEngine == nil, !engines.hasRetired, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
             if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
@@ -211,9 +186,9 @@ final class RealtimeProcessor {
                     observedQuantum.store(frameCount, ordering: .relaxed)
                     if frameCount != slot.plannedBlockSize { wakeMainLoop() }
                 }
-                let engineOutputs = frameCount <= Self.bufferedCallCapacity ? stagedBuffers : outputBuffers
+                let engineOutputs = frameCount <= Self.bufferedCallCapacity ? staged.channels.pointer : outputBuffers.pointer
                 slot.process(
-                    inputs: UnsafePointer(callInputs), outputs: UnsafePointer(engineOutputs), frameCount: frameCount,
+                    inputs: UnsafePointer(callInputs.pointer), outputs: UnsafePointer(engineOutputs), frameCount: frameCount,
                     startNanos: startNanos, waitLimitNanos: waitLimitNanos, graphRate: rate)
                 if fadingEngine != nil {
                     crossfade(
@@ -221,7 +196,7 @@ final class RealtimeProcessor {
                         sampleRate: rate)
                 }
                 outputMix.mix(
-                    engineOutputs, inputs: callInputs, inputCount: inputCount, into: outputBuffers, outputCount: outputCount,
+                    engineOutputs, inputs: callInputs.pointer, inputCount: inputCount, into: outputBuffers.pointer, outputCount: outputCount,
                     frameCount: frameCount, coefficient: slot.smoothingCoefficient)
             }
         } else {
@@ -229,9 +204,9 @@ final class RealtimeProcessor {
         }
 
         countSilentInput(frameCount: frameCount)
-        faults?.beforeRecord(outputs: outputBuffers, frameCount: frameCount)
-        callRecorder?.recordOutputs(UnsafePointer(outputBuffers), frameCount: frameCount, startNanos: startNanos)
-        faults?.afterRecord(outputs: outputBuffers)
+        faults?.beforeRecord(outputs: outputBuffers.pointer, frameCount: frameCount)
+        callRecorder?.recordOutputs(UnsafePointer(outputBuffers.pointer), frameCount: frameCount, startNanos: startNanos)
+        faults?.afterRecord(outputs: outputBuffers.pointer)
 
         let endNanos = monotonicNanos()
         var times = schedulerTimes()
@@ -287,14 +262,14 @@ final class RealtimeProcessor {
             // SAFETY: `fadingEngine` keeps its retain until this thread retires it.
             fading._withUnsafeGuaranteedRef { old in
                 old.process(
-                    inputs: UnsafePointer(callInputs), outputs: UnsafePointer(fadeBuffers), frameCount: frameCount,
+                    inputs: UnsafePointer(callInputs.pointer), outputs: UnsafePointer(fade.channels.pointer), frameCount: frameCount,
                     startNanos: startNanos, waitLimitNanos: waitLimitNanos, graphRate: sampleRate)
             }
             let equalPower = crossfadeEqualPower.load(ordering: .relaxed)
             let step = 1 / Float(max(fadeLength, 1))
             for channel in 0..<outputCount {
                 guard let output = engineOutputs[channel] else { continue }
-                let old = fadeBuffers[channel]!
+                let old = fade.channels[channel]!
                 for frame in 0..<frameCount {
                     let progress = min(max(Float(fadePosition + frame) * step, 0), 1)
                     let newGain: Float, oldGain: Float
@@ -325,5 +300,19 @@ final class RealtimeProcessor {
         if !mainLoopWoken.exchange(true, ordering: .acquiringAndReleasing) {
             _ = cpw_loop_signal_event(wakeLoop, wakeSource)
         }
+    }
+}
+
+/// `channels` zeroed buffers of `RealtimeProcessor.bufferedCallCapacity` frames: one storage, and
+/// a pointer per channel into it, as the engine takes them.
+private final class CallBuffers {
+    private let storage: FixedBuffer<Float>
+    let channels: FixedBuffer<UnsafeMutablePointer<Float>?>
+
+    init(channels count: Int) throws(ResourceError) {
+        let frames = RealtimeProcessor.bufferedCallCapacity
+        storage = try FixedBuffer(repeating: 0, count: count * frames)
+        channels = try FixedBuffer(repeating: nil, count: count)
+        for channel in 0..<count { channels[channel] = storage.pointer + channel * frames }
     }
 }

@@ -28,8 +28,8 @@ final class SinkTransport: NodeTransport {
     private let realtime: RealtimeProcessor
     private var capture: OpaquePointer?
     private var playback: OpaquePointer?
-    private let captureListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let playbackListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let captureListener = ListenerHook()
+    private let playbackListener = ListenerHook()
     /// The graph's position (SPA_IO_Position of the playback stream), for the cycle's deadline.
     private let position = Atomic<UnsafeMutableRawPointer?>(nil)
     /// The rate the capture stream's format was negotiated at (the buffers' rate); 0 = not yet.
@@ -55,8 +55,6 @@ final class SinkTransport: NodeTransport {
         playbackNodeName = configuration.playbackNodeName
         positions = configuration.positions
         outputPositions = configuration.outputChannelPositions
-        captureListener.initialize(to: spa_hook())
-        playbackListener.initialize(to: spa_hook())
         let group = "swift-convolver-\(getpid())-\(configuration.nodeName)"
         // Without a session manager a stream gets no ports until its adapter configures them
         // itself (docs/facts.md); a session manager configures them again its own way.
@@ -107,14 +105,12 @@ final class SinkTransport: NodeTransport {
         }
         self.playback = playback
         let userData = Unmanaged.passUnretained(self).toOpaque()
-        pw_stream_add_listener(capture, captureListener, PipeWireCallbacks.captureStreamEvents, userData)
-        pw_stream_add_listener(playback, playbackListener, PipeWireCallbacks.playbackStreamEvents, userData)
+        pw_stream_add_listener(capture, captureListener.pointer, PipeWireCallbacks.captureStreamEvents, userData)
+        pw_stream_add_listener(playback, playbackListener.pointer, PipeWireCallbacks.playbackStreamEvents, userData)
     }
 
     deinit {
         destroy()
-        captureListener.deallocate()
-        playbackListener.deallocate()
         podBuffer.deallocate()
     }
 
@@ -174,7 +170,7 @@ final class SinkTransport: NodeTransport {
     /// callback sees `streamsUsable` cleared (as filter-chain's streams are destroyed).
     func destroy() {
         streamsUsable.store(false, ordering: .sequentiallyConsistent)
-        for (stream, listener) in [(capture, captureListener), (playback, playbackListener)] {
+        for (stream, listener) in [(capture, captureListener.pointer), (playback, playbackListener.pointer)] {
             guard let stream else { continue }
             pw_stream_destroy(stream)  // emits `destroy`, which removes the hook and clears the pointer
             if stream == capture { spa_hook_remove(listener); capture = nil }
@@ -314,12 +310,12 @@ final class SinkTransport: NodeTransport {
     // MARK: - Stream events (from PipeWireCallbacks, main loop)
 
     func captureDestroyed() {
-        spa_hook_remove(captureListener)
+        spa_hook_remove(captureListener.pointer)
         capture = nil
     }
 
     func playbackDestroyed() {
-        spa_hook_remove(playbackListener)
+        spa_hook_remove(playbackListener.pointer)
         playback = nil
     }
 

@@ -1,3 +1,4 @@
+import FixedMemory
 import Glibc
 import Synchronization
 
@@ -65,7 +66,7 @@ public final class JobPool: @unchecked Sendable {
     public init(
         queueCount: Int, runner: any JobRunner, configuration: JobPoolConfiguration = .init(),
         factory: any ThreadFactory = PthreadThreadFactory()
-    ) throws(ThreadError) {
+    ) throws {
         precondition(queueCount >= 1 && configuration.queueCapacity >= 1)
         self.queueCount = queueCount
         self.runner = runner
@@ -73,7 +74,7 @@ public final class JobPool: @unchecked Sendable {
         threadCount = configuration.threadCount.resolved(levelCount: queueCount)
         dedicatedHelpers = configuration.threadCount == .perLevel
         workgroup = Workgroup(name: configuration.namePrefix)
-        queues = (0..<queueCount).map { _ in JobQueue(capacity: configuration.queueCapacity) }
+        queues = try (0..<queueCount).map { _ in try JobQueue(capacity: configuration.queueCapacity) }
         queueStatistics = queues.map(\.statistics)
         do {
             try startThreads(configuration)
@@ -287,27 +288,18 @@ final class JobQueue: @unchecked Sendable {
     /// Wakes this queue's dedicated helper (`ThreadCount.perLevel` only).
     let work = Semaphore()
     let statistics = IntervalStatistics()
-    // SAFETY: `capacity` elements each, allocated here and freed in deinit. Slot `i % capacity` is
-    // written by the posting thread before `posted` is published past `i` (seq-cst store) and read
-    // by a helper after loading `posted`; `post` never reuses a slot before `completed` passed it.
-    let sequences: UnsafeMutablePointer<Int>
-    let starts: UnsafeMutablePointer<UInt64>
-    let deadlines: UnsafeMutablePointer<UInt64>
+    // SAFETY: slot `i % capacity` is written by the posting thread before `posted` is published
+    // past `i` (seq-cst store) and read by a helper after loading `posted`; `post` never reuses a
+    // slot before `completed` passed it.
+    let sequences: FixedBuffer<Int>
+    let starts: FixedBuffer<UInt64>
+    let deadlines: FixedBuffer<UInt64>
 
-    init(capacity: Int) {
+    init(capacity: Int) throws {
         self.capacity = capacity
-        sequences = .allocate(capacity: capacity)
-        sequences.initialize(repeating: 0, count: capacity)
-        starts = .allocate(capacity: capacity)
-        starts.initialize(repeating: 0, count: capacity)
-        deadlines = .allocate(capacity: capacity)
-        deadlines.initialize(repeating: 0, count: capacity)
-    }
-
-    deinit {
-        sequences.deallocate()
-        starts.deallocate()
-        deadlines.deallocate()
+        sequences = try FixedBuffer(repeating: 0, count: capacity)
+        starts = try FixedBuffer(repeating: 0, count: capacity)
+        deadlines = try FixedBuffer(repeating: 0, count: capacity)
     }
 
     var hasPending: Bool {

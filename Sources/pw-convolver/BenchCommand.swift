@@ -1,5 +1,6 @@
 import Convolution
 import ConvolverNode
+import FixedMemory
 import Glibc
 import LevelScheduling
 import Workgroup
@@ -87,7 +88,7 @@ enum BenchCommand: Command {
                 matrix: syntheticStereoMatrix)
         }
 
-        let eviction = evictMegabytes > 0 ? CacheEviction(megabytes: evictMegabytes) : nil
+        let eviction = evictMegabytes > 0 ? try CacheEviction(megabytes: evictMegabytes) : nil
         if eviction != nil && !json { print("Caches evicted before every call (\(evictMegabytes) MB swept, not counted).") }
         for length in irSeconds {
             let matrix = syntheticStereoMatrix(seconds: length)
@@ -157,9 +158,8 @@ enum BenchCommand: Command {
         let calls = max(1, Int(seconds * sampleRate) / block)
         let input = try AlignedFloats(count: block), left = try AlignedFloats(count: block), right = try AlignedFloats(count: block)
         for n in 0..<block { input.pointer[n] = Float.random(in: -1...1) }
-        let inputs = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: 2)
-        let outputs = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: 2)
-        defer { inputs.deallocate(); outputs.deallocate() }
+        let inputs = try FixedBuffer<UnsafePointer<Float>?>(repeating: nil, count: 2)
+        let outputs = try FixedBuffer<UnsafeMutablePointer<Float>?>(repeating: nil, count: 2)
         inputs[0] = UnsafePointer(input.pointer); inputs[1] = UnsafePointer(input.pointer)
         outputs[0] = left.pointer; outputs[1] = right.pointer
         var callTimes = [UInt64](repeating: 0, count: calls)
@@ -172,7 +172,7 @@ enum BenchCommand: Command {
                 evictionCPU += threadCPUNanoseconds() - evictionStart
             }
             let start = monotonicNanos()
-            engine.process(inputs: inputs, outputs: outputs, frameCount: block)
+            engine.process(inputs: inputs.pointer, outputs: outputs.pointer, frameCount: block)
             callTimes[call] = monotonicNanos() - start
         }
         let cpu = Double(threadCPUNanoseconds() - cpuStart - evictionCPU)
@@ -195,18 +195,13 @@ enum BenchCommand: Command {
 /// last-level cache, the engine's code and data must come back from memory, as after other
 /// processes ran between two cycles of a live graph.
 final class CacheEviction {
-    private let bytes: UnsafeMutablePointer<UInt8>
-    private let count: Int
+    private let bytes: FixedBuffer<UInt8>
 
-    init(megabytes: Int) {
-        count = megabytes << 20
-        bytes = .allocate(capacity: count)
-        bytes.initialize(repeating: 0, count: count)
+    init(megabytes: Int) throws {
+        bytes = try FixedBuffer(repeating: 0, count: megabytes << 20)
     }
 
-    deinit { bytes.deallocate() }
-
     func sweep() {
-        for offset in stride(from: 0, to: count, by: 64) { bytes[offset] &+= 1 }
+        for offset in stride(from: 0, to: bytes.count, by: 64) { bytes[offset] &+= 1 }
     }
 }

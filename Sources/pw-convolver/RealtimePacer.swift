@@ -1,5 +1,6 @@
 import Convolution
 import ConvolverNode
+import FixedMemory
 import Glibc
 import LevelScheduling
 import Workgroup
@@ -96,7 +97,7 @@ enum RealtimePacer {
         }
         let cpu = Double(processCPUNanoseconds() - cpuBefore)
 
-        let times = UnsafeBufferPointer(start: loop.callTimes, count: calls).sorted()
+        let times = UnsafeBufferPointer(start: loop.callTimes.pointer, count: calls).sorted()
         let audioNanos = Double(calls * blockSize) / sampleRate * 1e9
         let statistics = scheduler?.statistics()
         var result = PacedRunResult(
@@ -227,10 +228,10 @@ private final class PacedLoop: @unchecked Sendable {
     let noiseLength: Int
     let noise: [AlignedFloats]
     let outputStorage: [AlignedFloats]
-    let inputs: UnsafeMutablePointer<UnsafePointer<Float>?>
-    let outputs: UnsafeMutablePointer<UnsafeMutablePointer<Float>?>
+    let inputs: FixedBuffer<UnsafePointer<Float>?>
+    let outputs: FixedBuffer<UnsafeMutablePointer<Float>?>
     /// Data-thread time of each call, ns.
-    let callTimes: UnsafeMutablePointer<UInt64>
+    let callTimes: FixedBuffer<UInt64>
     var overruns = 0
     /// CPU time of the pacing thread over the loop, ns.
     var threadCPUNanos: UInt64 = 0
@@ -251,17 +252,10 @@ private final class PacedLoop: @unchecked Sendable {
         noise = try (0..<engine.inputCount).map { _ in try AlignedFloats(count: Int(sampleRate) + blockSize) }
         for channel in noise { for n in 0..<noiseLength { channel.pointer[n] = Float.random(in: -1...1) } }
         outputStorage = try (0..<engine.outputCount).map { _ in try AlignedFloats(count: blockSize) }
-        inputs = .allocate(capacity: max(engine.inputCount, 1))
-        outputs = .allocate(capacity: max(engine.outputCount, 1))
+        inputs = try FixedBuffer(repeating: nil, count: engine.inputCount)
+        outputs = try FixedBuffer(repeating: nil, count: engine.outputCount)
         for channel in 0..<engine.outputCount { outputs[channel] = outputStorage[channel].pointer }
-        callTimes = .allocate(capacity: calls)
-        callTimes.initialize(repeating: 0, count: calls)
-    }
-
-    deinit {
-        inputs.deallocate()
-        outputs.deallocate()
-        callTimes.deallocate()
+        callTimes = try FixedBuffer(repeating: 0, count: calls)
     }
 
     /// The pacing thread: sleep to the period start, begin the cycle, process, time it.
@@ -278,7 +272,7 @@ private final class PacedLoop: @unchecked Sendable {
             let offset = (call * blockSize) % (noiseLength - blockSize)
             for channel in 0..<engine.inputCount { inputs[channel] = UnsafePointer(noise[channel].pointer + offset) }
             scheduler?.beginCycle(startNanos: next, waitLimitNanos: next + waitLimitOffset, sampleRate: sampleRate)
-            engine.process(inputs: inputs, outputs: outputs, frameCount: blockSize)
+            engine.process(inputs: inputs.pointer, outputs: outputs.pointer, frameCount: blockSize)
             let end = monotonicNanos()
             callTimes[call] = end - start
             if end > next + periodNanos { overruns += 1 }

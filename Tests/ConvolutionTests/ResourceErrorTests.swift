@@ -1,3 +1,4 @@
+import FixedMemory
 import XCTest
 
 @testable import Convolution

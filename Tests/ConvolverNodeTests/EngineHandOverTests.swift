@@ -16,7 +16,7 @@ final class EngineHandOverTests: XCTestCase {
         configuration.filename = "builtin:hall"
         let first = try EngineFactory.makeSlot(configuration, sampleRate: 48000, expectedBlockSize: 1024, context: nil)
         let replan = try EngineFactory.makeSlot(configuration, sampleRate: 48000, expectedBlockSize: frames, context: nil)
-        let processor = RealtimeProcessor(inputCount: 2, outputCount: 2, controls: LiveControls(gain: 1, mix: 1, bypass: false))
+        let processor = try RealtimeProcessor(inputCount: 2, outputCount: 2, controls: LiveControls(gain: 1, mix: 1, bypass: false))
         processor.activeEngine = EngineExchange.retain(first)
         defer {
             for slot in [processor.activeEngine, processor.engines.takeUnclaimedOffer(), processor.engines.takeRetired()] {

@@ -19,16 +19,16 @@ final class ProcessStatisticsTests: XCTestCase {
         XCTAssertEqual(skipped(1000, 256, 1000 + 48001), 0, "more than a second (a new driver)")
     }
 
-    func testRecordClockAddsUpTheMissedCycles() {
-        let statistics = ProcessStatistics()
+    func testRecordClockAddsUpTheMissedCycles() throws {
+        let statistics = try ProcessStatistics()
         for position: UInt64 in [0, 256, 512, 1024, 1280, 2048] {
             statistics.recordClock(position: position, duration: 256, rate: 48000)
         }
         XCTAssertEqual(statistics.missedCycles.load(ordering: .relaxed), 1 + 2)
     }
 
-    func testLateCyclesStartedLateOwnAndStalled() {
-        let statistics = ProcessStatistics()
+    func testLateCyclesStartedLateOwnAndStalled() throws {
+        let statistics = try ProcessStatistics()
         let period: UInt64 = 5_333_333  // 256 frames at 48 kHz
         func call(busy: UInt64, cpu: UInt64, wait: UInt64 = 0, late: Bool) {
             statistics.record(CallTimes(busy: busy, cpu: cpu, wait: wait), frameCount: 256, periodNanos: period, late: late)
@@ -48,8 +48,8 @@ final class ProcessStatisticsTests: XCTestCase {
 
     /// Work that is long every time is the node's own, from the first call on; and a stall inside a
     /// data-thread job (gauged by the scheduler) is taken out of the call's CPU time.
-    func testSteadyOverrunsAreOwnAndStallsInJobsAreNot() {
-        let statistics = ProcessStatistics()
+    func testSteadyOverrunsAreOwnAndStallsInJobsAreNot() throws {
+        let statistics = try ProcessStatistics()
         let period: UInt64 = 1_333_333  // 64 frames at 48 kHz
         for _ in 0..<20 {
             statistics.record(CallTimes(busy: 1_500_000, cpu: 1_490_000), frameCount: 64, periodNanos: period, late: true)

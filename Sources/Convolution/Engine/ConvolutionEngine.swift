@@ -1,3 +1,4 @@
+import FixedMemory
 import Glibc
 
 /// Zero-latency, non-uniformly partitioned convolution of N inputs into M outputs.
@@ -43,7 +44,7 @@ public final class ConvolutionEngine: LevelJobRunner {
         inputCount = matrix.inputCount
         outputCount = matrix.outputCount
         let sortedEntries = Routing.sortedEntries(matrix)
-        let routing = Routing(matrix, sortedEntries: sortedEntries)
+        let routing = try Routing(matrix, sortedEntries: sortedEntries)
         self.routing = routing
         let largestBlock = plan.levels.map(\.blockSize).max()!
         // Room for the longest job window (2 blocks) plus a late helper and the largest call.
@@ -159,9 +160,8 @@ public final class ConvolutionEngine: LevelJobRunner {
         let frameCount = inputs.first?.count ?? 0
         precondition(inputs.count == inputCount && inputs.allSatisfy { $0.count == frameCount })
         var outputs = [[Float]](repeating: [Float](repeating: 0, count: frameCount), count: outputCount)
-        let inputPointers = UnsafeMutablePointer<UnsafePointer<Float>?>.allocate(capacity: inputCount)
-        let outputPointers = UnsafeMutablePointer<UnsafeMutablePointer<Float>?>.allocate(capacity: outputCount)
-        defer { inputPointers.deallocate(); outputPointers.deallocate() }
+        let inputPointers = try FixedBuffer<UnsafePointer<Float>?>(repeating: nil, count: inputCount)
+        let outputPointers = try FixedBuffer<UnsafeMutablePointer<Float>?>(repeating: nil, count: outputCount)
         let inputStorage = try inputs.map { try AlignedFloats(count: $0.count) }
         let outputStorage = try (0..<outputCount).map { _ in try AlignedFloats(count: frameCount) }
         for (channel, samples) in inputs.enumerated() {
@@ -172,7 +172,7 @@ public final class ConvolutionEngine: LevelJobRunner {
             let count = min(max(1, blockSize), frameCount - done)
             for channel in 0..<inputCount { inputPointers[channel] = UnsafePointer(inputStorage[channel].pointer + done) }
             for channel in 0..<outputCount { outputPointers[channel] = outputStorage[channel].pointer + done }
-            process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+            process(inputs: inputPointers.pointer, outputs: outputPointers.pointer, frameCount: count)
             done += count
         }
         for channel in 0..<outputCount {

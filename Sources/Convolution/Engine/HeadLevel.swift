@@ -1,3 +1,5 @@
+import FixedMemory
+
 /// Level 0: uniformly partitioned overlap-add with the partial-block trick. Every call piece
 /// transforms the current, partly filled block, so output sample n depends only on input samples
 /// up to n (no added latency) whatever the call size.
@@ -23,7 +25,7 @@ final class HeadLevel: Head {
     private let olderBlocksSum: SplitSpectra
     /// Per output: the `blockSerial` whose older-blocks sum `olderBlocksSum` holds (-1: none).
     /// Written only by whoever computes the output (the data thread, or its split part's helper).
-    private let olderSumBlock: UnsafeMutablePointer<Int>
+    private let olderSumBlock: FixedBuffer<Int>
     /// The data thread's accumulator and FFT scratch.
     let accumulator: SplitSpectra
     let fftScratch: InterleavedSpectra
@@ -41,16 +43,13 @@ final class HeadLevel: Head {
         fft = try RealFFT.ofSize(2 * blockSize)
         delayLine = try FrequencyDelayLine(level, impulses: impulses, inputCount: routing.inputCount, fft: fft)
         olderBlocksSum = try SplitSpectra(count: routing.outputCount, binCount: fft.binCount)
-        olderSumBlock = .allocate(capacity: max(routing.outputCount, 1))
-        olderSumBlock.initialize(repeating: -1, count: max(routing.outputCount, 1))
+        olderSumBlock = try FixedBuffer(repeating: -1, count: routing.outputCount)
         accumulator = try SplitSpectra(count: 1, binCount: fft.binCount)
         fftScratch = try InterleavedSpectra(count: 1, binCount: fft.binCount)
         blockBuffers = try AlignedFloats(count: routing.inputCount * 2 * blockSize)
         timeBuffer = try AlignedFloats(count: 2 * blockSize)
         overlap = try AlignedFloats(count: routing.outputCount * blockSize)
     }
-
-    deinit { olderSumBlock.deallocate() }
 
     var frameRoom: Int { blockSize - fill }
     /// The per-output work splits by output.
@@ -189,6 +188,6 @@ final class HeadLevel: Head {
         delayLine.reset()
         blockBuffers.zero()
         overlap.zero()
-        olderSumBlock.update(repeating: -1, count: max(outputCount, 1))
+        olderSumBlock.fill(with: -1)
     }
 }

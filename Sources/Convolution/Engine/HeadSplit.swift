@@ -1,3 +1,5 @@
+import FixedMemory
+
 /// The head level's fork-join split: after the data thread's forward FFTs of the inputs, the
 /// per-output work (multiply-adds and inverse FFT) of each call piece is cut into parts by output.
 /// Part 0 runs on the data thread, parts 1... on the scheduler's helpers
@@ -16,14 +18,14 @@ final class HeadSplit {
     let partCount: Int
     private let blockSize: Int
     /// Part p computes outputs `partStart[p] ..< partStart[p + 1]`.
-    private let partStart: UnsafeMutablePointer<Int>
+    private let partStart: FixedBuffer<Int>
     /// Per part: its multiply-add accumulator and FFT scratch (parts run concurrently).
     private let partAccumulators: SplitSpectra
     private let partFFTScratch: InterleavedSpectra
     /// Per output: the inverse FFT of this piece's spectrum (2 × blockSize), written by its part.
     private let outputTimes: AlignedFloats
     /// Per part, this piece's outcome.
-    private let partOutcome: UnsafeMutablePointer<PartOutcome>
+    private let partOutcome: FixedBuffer<PartOutcome>
     /// Call pieces since the start, for the parts' sequence numbers.
     private var pieceSerial = 0
 
@@ -32,8 +34,7 @@ final class HeadSplit {
         partCount = parts
         self.blockSize = blockSize
         let outputCount = routing.outputCount
-        partStart = .allocate(capacity: parts + 1)
-        partStart[0] = 0
+        partStart = try FixedBuffer(repeating: 0, count: parts + 1)
         for part in 1..<parts {
             // The first output whose entries start at or after this part's share of all entries,
             // leaving at least one output for every part on either side.
@@ -46,13 +47,7 @@ final class HeadSplit {
         partAccumulators = try SplitSpectra(count: parts, binCount: binCount)
         partFFTScratch = try InterleavedSpectra(count: parts, binCount: binCount)
         outputTimes = try AlignedFloats(count: outputCount * 2 * blockSize)
-        partOutcome = .allocate(capacity: parts)
-        partOutcome.initialize(repeating: .ready, count: parts)
-    }
-
-    deinit {
-        partStart.deallocate()
-        partOutcome.deallocate()
+        partOutcome = try FixedBuffer(repeating: .ready, count: parts)
     }
 
     /// Fork-join: semaphore out to parts 1..., part 0 here, semaphore back (bounded), then mix.

@@ -1,4 +1,5 @@
 import CFFTW
+import FixedMemory
 import Glibc
 import Synchronization
 

@@ -1,38 +1,23 @@
+import FixedMemory
 import Glibc
 
-/// A zero-initialised, 64-byte aligned block of Floats, allocated once and freed on deinit.
-///
-/// The engine's buffers are all of this kind: FFTW's new-array execute requires the alignment the
-/// plans were made with, and aligned SIMD loads need it too. Written in place only (no copy-on-write).
-public final class AlignedFloats {
-    public static let alignment = 64
-    public let count: Int
-    public let pointer: UnsafeMutablePointer<Float>
+/// The engine's sample buffers: zero-initialised Floats on 64-byte lines. FFTW's new-array
+/// execute requires the alignment the plans were made with, and aligned SIMD loads need it too.
+public typealias AlignedFloats = FixedBuffer<Float>
 
-    public init(count: Int) throws {
-        self.count = count
-        let (bytes, overflow) = max(count, 1).multipliedReportingOverflow(by: MemoryLayout<Float>.stride)
-        var raw: UnsafeMutableRawPointer?
-        // SAFETY: posix_memalign either fails (checked) or returns `max(count,1)` Floats of storage,
-        // which we bind to Float once and own until deinit.
-        guard !overflow, posix_memalign(&raw, Self.alignment, bytes) == 0, let raw else {
-            throw ResourceError.outOfMemory(bytes: overflow ? Int.max : bytes)
-        }
-        pointer = raw.bindMemory(to: Float.self, capacity: max(count, 1))
-        pointer.initialize(repeating: 0, count: max(count, 1))
-    }
+extension FixedBuffer where Element == Float {
+    /// `count` zeros.
+    public convenience init(count: Int) throws(ResourceError) { try self.init(repeating: 0, count: count) }
 
     /// `count` arrays of `length` Floats each, in one allocation.
-    public convenience init(count: Int, of length: Int) throws {
+    public convenience init(count: Int, of length: Int) throws(ResourceError) {
         let (total, overflow) = count.multipliedReportingOverflow(by: length)
-        guard !overflow else { throw ResourceError.outOfMemory(bytes: Int.max) }
+        guard !overflow else { throw .outOfMemory(bytes: Int.max) }
         try self.init(count: total)
     }
 
-    deinit { free(pointer) }
-
     /// Real-time safe.
-    public func zero() { pointer.update(repeating: 0, count: count) }
+    public func zero() { fill(with: 0) }
 }
 
 /// Floats rounded up to whole 64-byte lines, so every array carved from one allocation stays aligned.

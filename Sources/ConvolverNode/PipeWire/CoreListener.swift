@@ -8,8 +8,8 @@ import CPipeWire
 /// destroyed, or EPIPE on the core); the hooks are removed by then. Call `remove()` before
 /// disconnecting the core yourself. PipeWire keeps pointers to the hooks: they live in this object.
 public final class CoreListener {
-    private let coreListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let proxyListener = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let coreListener = ListenerHook()
+    private let proxyListener = ListenerHook()
     private var listening = false
     private var onGone: ((String) -> Void)?
     /// The daemon's `default.clock.rate`, from the core's info (sent once connected).
@@ -18,26 +18,22 @@ public final class CoreListener {
     public var onInfo: () -> Void = {}
 
     public init(core: OpaquePointer, onGone: @escaping (String) -> Void) {
-        coreListener.initialize(to: spa_hook())
-        proxyListener.initialize(to: spa_hook())
         self.onGone = onGone
         let userData = Unmanaged.passUnretained(self).toOpaque()
-        pw_proxy_add_listener(core, proxyListener, PipeWireCallbacks.coreProxyEvents, userData)
-        _ = cpw_core_add_listener(core, coreListener, PipeWireCallbacks.coreEvents, userData)
+        pw_proxy_add_listener(core, proxyListener.pointer, PipeWireCallbacks.coreProxyEvents, userData)
+        _ = cpw_core_add_listener(core, coreListener.pointer, PipeWireCallbacks.coreEvents, userData)
         listening = true
     }
 
     deinit {
         remove()
-        coreListener.deallocate()
-        proxyListener.deallocate()
     }
 
     /// Removes the hooks (idempotent); `onGone` will not run after this.
     public func remove() {
         guard listening else { return }
-        spa_hook_remove(coreListener)
-        spa_hook_remove(proxyListener)
+        spa_hook_remove(coreListener.pointer)
+        spa_hook_remove(proxyListener.pointer)
         listening = false
     }
 

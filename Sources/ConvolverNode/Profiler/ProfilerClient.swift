@@ -37,9 +37,9 @@ public final class ProfilerClient {
     private var profiler: OpaquePointer?
 
     // PipeWire keeps pointers to the hooks: they live at fixed heap addresses until deinit.
-    private let registryHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let registryProxyHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
-    private let profilerHook = UnsafeMutablePointer<spa_hook>.allocate(capacity: 1)
+    private let registryHook = ListenerHook()
+    private let registryProxyHook = ListenerHook()
+    private let profilerHook = ListenerHook()
 
     /// The cycles since the caller last emptied it, and since the start.
     public var interval = GraphStatistics()
@@ -72,13 +72,10 @@ public final class ProfilerClient {
         self.registry = registry
 
         let userData = Unmanaged.passUnretained(self).toOpaque()
-        registryHook.initialize(to: spa_hook())
-        registryProxyHook.initialize(to: spa_hook())
-        profilerHook.initialize(to: spa_hook())
         // pw_registry_add_listener is a macro over the proxy's object listener: call that directly.
         let registryProxy = registry  // a pw_registry is a pw_proxy
-        pw_proxy_add_object_listener(registryProxy, registryHook, UnsafeRawPointer(PipeWireCallbacks.registryEvents), userData)
-        pw_proxy_add_listener(registryProxy, registryProxyHook, PipeWireCallbacks.registryProxyEvents, userData)
+        pw_proxy_add_object_listener(registryProxy, registryHook.pointer, UnsafeRawPointer(PipeWireCallbacks.registryEvents), userData)
+        pw_proxy_add_listener(registryProxy, registryProxyHook.pointer, PipeWireCallbacks.registryProxyEvents, userData)
         // The reply to this sync arrives after every existing global was announced.
         syncSequence = pw_proxy_sync(registryProxy, 0)
         coreListener = CoreListener(core: core) { [unowned self] reason in
@@ -90,17 +87,16 @@ public final class ProfilerClient {
     deinit {
         if connectionLost == nil {
             if let profiler {
-                spa_hook_remove(profilerHook)
+                spa_hook_remove(profilerHook.pointer)
                 pw_proxy_destroy(profiler)
             }
-            spa_hook_remove(registryHook)
-            spa_hook_remove(registryProxyHook)
+            spa_hook_remove(registryHook.pointer)
+            spa_hook_remove(registryProxyHook.pointer)
             pw_proxy_destroy(registry)
             coreListener?.remove()
             pw_core_disconnect(core)
         }
         pw_context_destroy(context)  // after a lost connection: also the core and its proxies
-        for hook in [registryHook, registryProxyHook, profilerHook] { hook.deallocate() }
     }
 
     /// Runs `mainLoop` until the registry was enumerated, then: returns if the daemon has a
@@ -131,7 +127,7 @@ public final class ProfilerClient {
             guard let proxy = pw_registry_bind(registry, id, type, profilerVersion, 0) else { return }
             profiler = OpaquePointer(proxy)
             pw_proxy_add_object_listener(
-                profiler, profilerHook, UnsafeRawPointer(PipeWireCallbacks.profilerEvents),
+                profiler, profilerHook.pointer, UnsafeRawPointer(PipeWireCallbacks.profilerEvents),
                 Unmanaged.passUnretained(self).toOpaque())
         }
     }

@@ -1,0 +1,38 @@
+// The one owner of raw memory: every table and scratch array of the real-time code is a
+// FixedBuffer, so no type pairs an allocate with a deallocate by hand.
+import Glibc
+
+/// `count` elements at a fixed address, allocated once (aligned), initialised to one value, and
+/// freed when the buffer goes. Read and written in place through `pointer` or the subscript: no
+/// copy, no copy-on-write, so real-time code may use it freely once it exists.
+public final class FixedBuffer<Element: BitwiseCopyable> {
+    public let count: Int
+    public let pointer: UnsafeMutablePointer<Element>
+
+    /// Throws `ResourceError.outOfMemory` when the memory cannot be had, or its byte count
+    /// overflows: the module runs inside the user's PipeWire process and must not trap there.
+    public init(repeating value: Element, count: Int, alignment: Int = 64) throws(ResourceError) {
+        self.count = count
+        let capacity = max(count, 1)
+        let (bytes, overflow) = capacity.multipliedReportingOverflow(by: MemoryLayout<Element>.stride)
+        var raw: UnsafeMutableRawPointer?
+        // SAFETY: posix_memalign either fails (checked) or returns `bytes` bytes at `alignment`,
+        // bound here to `capacity` elements once and owned until deinit. BitwiseCopyable elements
+        // need no deinitialisation before `free`.
+        guard !overflow, posix_memalign(&raw, max(alignment, MemoryLayout<Element>.alignment), bytes) == 0, let raw else {
+            throw .outOfMemory(bytes: overflow ? Int.max : bytes)
+        }
+        pointer = raw.bindMemory(to: Element.self, capacity: capacity)
+        pointer.initialize(repeating: value, count: capacity)
+    }
+
+    deinit { free(pointer) }
+
+    public subscript(index: Int) -> Element {
+        @inline(__always) get { pointer[index] }
+        @inline(__always) set { pointer[index] = newValue }
+    }
+
+    /// Every element set to `value`. Real-time safe.
+    public func fill(with value: Element) { pointer.update(repeating: value, count: count) }
+}
