@@ -28,17 +28,18 @@ enum EngineFactory {
             costs: MeasuredMachineCosts.thisMachine)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
+        let jobScheduler = FaultInjectingScheduler.wrapping(
+            scheduler, fault: configuration.testFault, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
         let engine: ConvolutionEngine
         do {
-            engine = try ConvolutionEngine(
-                matrix: matrix, configuration: engineConfiguration,
-                scheduler: FaultInjectingScheduler.wrapping(
-                    scheduler, fault: configuration.testFault, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize))
+            engine = try ConvolutionEngine(matrix: matrix, configuration: engineConfiguration, scheduler: jobScheduler)
         } catch {
+            jobScheduler.stop()
             throw .engine("\(error)")
         }
         return EngineSlot(
-            engine: engine, scheduler: scheduler, sampleRate: sampleRate, planDescription: "\(engine.plan)",
+            engine: engine, workgroupScheduler: scheduler, jobScheduler: jobScheduler, sampleRate: sampleRate,
+            planDescription: "\(engine.plan)",
             plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
             autogainDB: autogainDB)
     }

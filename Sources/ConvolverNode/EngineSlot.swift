@@ -9,7 +9,10 @@ import Workgroup
 final class EngineSlot {
     private let engine: ConvolutionEngine
     /// Runs the engine's tail levels on real-time helpers; its cycle begins with each call.
-    private let scheduler: WorkgroupLevelScheduler
+    private let workgroupScheduler: WorkgroupLevelScheduler
+    /// The scheduler the engine was prepared with and posts to: the workgroup's, or with a
+    /// `test.fault` its decorator.
+    private let jobScheduler: any LevelJobScheduler
     let sampleRate: Int
     /// Per-sample coefficient of the one-pole smoother for gain/mix/bypass at this rate (~5 ms).
     let smoothingCoefficient: Float
@@ -26,11 +29,13 @@ final class EngineSlot {
     let autogainDB: [Double]?
 
     init(
-        engine: ConvolutionEngine, scheduler: WorkgroupLevelScheduler, sampleRate: Int, planDescription: String,
+        engine: ConvolutionEngine, workgroupScheduler: WorkgroupLevelScheduler, jobScheduler: any LevelJobScheduler,
+        sampleRate: Int, planDescription: String,
         plannedBlockSize: Int, impulseFrames: Int, latencyFrames: Int, autogainDB: [Double]?
     ) {
         self.engine = engine
-        self.scheduler = scheduler
+        self.workgroupScheduler = workgroupScheduler
+        self.jobScheduler = jobScheduler
         self.sampleRate = sampleRate
         self.smoothingCoefficient = Float(1 - exp(-1 / (0.005 * Double(sampleRate))))
         self.planDescription = planDescription
@@ -46,18 +51,19 @@ final class EngineSlot {
         inputs: UnsafePointer<UnsafePointer<Float>?>, outputs: UnsafePointer<UnsafeMutablePointer<Float>?>,
         frameCount: Int, startNanos: UInt64, waitLimitNanos: UInt64, graphRate: Double
     ) {
-        scheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: graphRate)
-        engine.process(inputs: inputs, outputs: outputs, frameCount: frameCount)
+        workgroupScheduler.beginCycle(startNanos: startNanos, waitLimitNanos: waitLimitNanos, sampleRate: graphRate)
+        engine.process(inputs: inputs, outputs: outputs, frameCount: frameCount, scheduler: jobScheduler)
     }
 
     /// The last call's data-thread times spent on the scheduler's behalf. Real-time safe.
     var cycleTimes: (wait: UInt64, jobs: UInt64, stalledInJobs: UInt64) {
-        (scheduler.cycleWaitNanos, scheduler.cycleJobNanos, scheduler.cycleStalledNanos)
+        (workgroupScheduler.cycleWaitNanos, workgroupScheduler.cycleJobNanos, workgroupScheduler.cycleStalledNanos)
     }
 
     /// The helpers' statistics so far. Not real-time safe.
-    func schedulerStatistics() -> WorkgroupSchedulerStatistics { scheduler.statistics() }
+    func schedulerStatistics() -> WorkgroupSchedulerStatistics { workgroupScheduler.statistics() }
 
-    /// Stops the engine's scheduler; call off the real-time thread before the last release.
-    func stop() { engine.stop() }
+    /// Stops the engine's scheduler (which then lets the engine go); call off the real-time thread
+    /// before the last release.
+    func stop() { jobScheduler.stop() }
 }

@@ -96,8 +96,8 @@ public enum SplitMode: String, Sendable, CaseIterable {
 ///
 /// Call `beginCycle` before each `engine.process` from the data thread. Without it (offline
 /// render, tests) every post starts "now" and awaits wait for completion.
-/// One scheduler per engine: the engine's `deinit` stops its scheduler. `prepare` and `stop`
-/// must not run concurrently with `process`.
+/// One scheduler per engine, which it keeps until `stop()` (or the scheduler's deinit). `prepare`
+/// and `stop` must not run concurrently with `process`.
 public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unchecked Sendable {
     public let configuration: WorkgroupSchedulerConfiguration
     private let threadFactory: any ThreadFactory
@@ -109,8 +109,10 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     /// Levels 1 ... this run on the data thread, their jobs spread over calls (`SpreadJob`); the
     /// others on the pool, one queue each (`queue(ofLevel:)`).
     public private(set) var dataThreadLevelCount = 0
-    // SAFETY: as in InlineScheduler: the engine calls `stop()` (deinit) before it is freed, and
-    // `stop()` joins every helper first.
+    /// The engine whose jobs run here, kept from `prepare` until `stop()` has joined the helpers.
+    private var runnerOwner: (any LevelJobRunner)?
+    // SAFETY: the same object as `runnerOwner`, which keeps it alive while any helper may call it;
+    // unowned(unsafe) so the real-time calls touch no reference count.
     private unowned(unsafe) var runner: (any LevelJobRunner)?
 
     /// The split helpers (nil: no split); queue `p - 1` runs part `p`.
@@ -213,6 +215,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
     private func prepareLevels(runner: any LevelJobRunner, levels: [LevelSchedule], splitting: Bool) throws {
         stop()
         reportedSplitPool = nil
+        runnerOwner = runner
         self.runner = runner
         self.levels = levels
         dataThreadLevelCount = configuration.dataThreadLevelCount(levels)
@@ -329,6 +332,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         splitPool = nil
         splitRunner.runner = nil
         runner = nil
+        runnerOwner = nil
     }
 
     /// Helper threads: runs the engine's job. Real-time safe (the engine's job is).
@@ -376,7 +380,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
 /// The split helpers' job runner: queue `q` is the engine's split part `q + 1`.
 final class SplitPartRunner: JobRunner, @unchecked Sendable {
     // SAFETY: as the scheduler's runner: set in `prepare`, cleared in `stop()` after the split
-    // helpers were joined, and the engine stops its scheduler before it is freed.
+    // helpers were joined; the scheduler's `runnerOwner` keeps the engine alive until then.
     unowned(unsafe) var runner: (any LevelJobRunner)?
 
     /// Split helpers. Real-time safe (the engine's part is).

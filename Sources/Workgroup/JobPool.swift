@@ -57,8 +57,8 @@ public final class JobPool: @unchecked Sendable {
     public private(set) var realtimeGranted = false
 
     private let queues: [JobQueue]
-    // SAFETY: unowned(unsafe) like the engine's InlineScheduler: the owner calls `stop()` (which
-    // joins every helper) before the runner is freed, so helpers never see a dangling runner.
+    // SAFETY: the runner owns the pool (a strong reference back would be a cycle) and stops it
+    // (`stop()` joins every helper) before it is freed, so helpers never see a dangling runner.
     private unowned(unsafe) let runner: any JobRunner
     private let factory: any ThreadFactory
     private var threads: [SpawnedThread] = []

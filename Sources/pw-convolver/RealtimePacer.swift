@@ -138,7 +138,7 @@ enum RealtimePacer {
         schedulerConfiguration.split = split
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
-        defer { engine.stop() }
+        defer { scheduler.stop() }
         return try runPaced(
             engine: engine, scheduler: scheduler, blockSize: blockSize, seconds: seconds,
             sampleRate: sampleRate)
@@ -272,7 +272,7 @@ private final class PacedLoop: @unchecked Sendable {
             let offset = (call * blockSize) % (noiseLength - blockSize)
             for channel in 0..<engine.inputCount { inputs[channel] = UnsafePointer(noise[channel].pointer + offset) }
             scheduler?.beginCycle(startNanos: next, waitLimitNanos: next + waitLimitOffset, sampleRate: sampleRate)
-            engine.process(inputs: inputs.pointer, outputs: outputs.pointer, frameCount: blockSize)
+            engine.process(inputs: inputs.pointer, outputs: outputs.pointer, frameCount: blockSize, scheduler: scheduler)
             let end = monotonicNanos()
             callTimes[call] = end - start
             if end > next + periodNanos { overruns += 1 }

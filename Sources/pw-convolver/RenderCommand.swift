@@ -50,7 +50,8 @@ enum RenderCommand: Command {
                 "\(inputPath) is at \(Int(input.info.sampleRate)) Hz, not the --rate \(Int(rate)) Hz; "
                     + "convert it first (e.g. sox IN -r \(Int(rate)) IN-\(Int(rate)).wav)")
         }
-        let scheduler: any LevelJobScheduler
+        // nil: every level job runs in the engine's own call.
+        var scheduler: WorkgroupLevelScheduler?
         if let threads = options.string("--threads") {
             guard let count = ThreadCount(argument: threads) else {
                 throw UsageError("--threads: '\(threads)' is not 'auto', 'levels' or a positive whole number")
@@ -58,8 +59,6 @@ enum RenderCommand: Command {
             var configuration = WorkgroupSchedulerConfiguration()
             configuration.threadCount = count
             scheduler = WorkgroupLevelScheduler(configuration: configuration)  // no cycles: awaits wait for completion
-        } else {
-            scheduler = InlineScheduler()
         }
         var members = [
             SPAJSONMember(key: "filename", value: .string(irSpec)),
@@ -80,13 +79,13 @@ enum RenderCommand: Command {
         let (engine, tailFrames) = try makeEngine(
             configuration, rate: rate, block: block,
             throughput: options.string("--block") == nil, scheduler: scheduler)
-        defer { engine.stop() }
+        defer { scheduler?.stop() }
         let output = try SoundFileWriter(path: outputPath, sampleRate: rate, channelCount: engine.outputCount)
 
         let cpuStart = clock()
         // The output is the input's length plus the IR's tail (length - 1), fed out with silence.
         let frameCount = try stream(
-            input, through: engine, amounts: configuration.wetAndDryAmounts,
+            input, through: engine, scheduler: scheduler, amounts: configuration.wetAndDryAmounts,
             width: Float(configuration.width), into: output,
             blockSize: block, tailFrames: tailFrames)
         try output.close()
@@ -103,7 +102,7 @@ enum RenderCommand: Command {
     /// IR's samples are gone when this returns: the engine holds the IR as spectra.
     static func makeEngine(
         _ configuration: NodeConfiguration, rate: Double, block: Int, throughput: Bool,
-        scheduler: any LevelJobScheduler
+        scheduler: (any LevelJobScheduler)?
     ) throws -> (ConvolutionEngine, tailFrames: Int) {
         let matrix = try configuration.engineMatrix(sampleRate: Int(rate))
         // Throughput: one uniform partition of the block (no planner, so none of its machine
@@ -128,7 +127,8 @@ enum RenderCommand: Command {
     /// Reads `input` block by block (then `tailFrames` of silence), convolves, writes; returns
     /// the frames written.
     static func stream(
-        _ input: SoundFileReader, through engine: ConvolutionEngine, amounts: (wet: Float, dry: Float),
+        _ input: SoundFileReader, through engine: ConvolutionEngine, scheduler: (any LevelJobScheduler)?,
+        amounts: (wet: Float, dry: Float),
         width: Float = 1, into output: SoundFileWriter, blockSize: Int, tailFrames: Int
     ) throws -> Int {
         let (inputCount, outputCount) = (input.info.channelCount, output.channelCount)
@@ -155,7 +155,7 @@ enum RenderCommand: Command {
                 for frame in 0..<read { planar[frame] = interleavedIn[frame * inputCount + channel] }
                 (planar + read).update(repeating: 0, count: count - read)
             }
-            engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+            engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count, scheduler: scheduler)
             if outputCount == 2 && width != 1 {
                 _ = StereoWidth.apply(
                     left: outputs[0].pointer, right: outputs[1].pointer, frameCount: count, width: width,

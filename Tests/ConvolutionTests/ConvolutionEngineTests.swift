@@ -5,8 +5,11 @@ import EngineTestSupport
 import XCTest
 
 final class ConvolutionEngineTests: XCTestCase {
-    /// Feeds `inputs` in the given call sizes (cycled) and returns the outputs.
-    private func run(_ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int]) -> [[Float]] {
+    /// Feeds `inputs` in the given call sizes (cycled), the engine's jobs run by `scheduler` (the
+    /// one it was built with; nil: none), and returns the outputs.
+    private func run(
+        _ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int], scheduler: (any LevelJobScheduler)? = nil
+    ) -> [[Float]] {
         let frames = inputs[0].count
         var outputs = [[Float]](repeating: [Float](repeating: .nan, count: frames), count: engine.outputCount)
         var done = 0, call = 0
@@ -21,7 +24,9 @@ final class ConvolutionEngineTests: XCTestCase {
                 }
                 inputPointers.map { Optional(UnsafePointer($0)) }.withUnsafeBufferPointer { inPointers in
                     outputPointers.withUnsafeBufferPointer { outPointers in
-                        engine.process(inputs: inPointers.baseAddress!, outputs: outPointers.baseAddress!, frameCount: count)
+                        engine.process(
+                            inputs: inPointers.baseAddress!, outputs: outPointers.baseAddress!, frameCount: count,
+                            scheduler: scheduler)
                     }
                 }
             }
@@ -33,11 +38,11 @@ final class ConvolutionEngineTests: XCTestCase {
 
     /// Checks every output against direct convolution of the matrix.
     private func assertMatchesDirectConvolution(
-        _ matrix: ConvolutionMatrix, _ engine: ConvolutionEngine,
+        _ matrix: ConvolutionMatrix, _ engine: ConvolutionEngine, scheduler: (any LevelJobScheduler)? = nil,
         inputs: [[Float]], callSizes: [Int],
         file: StaticString = #filePath, line: UInt = #line
     ) {
-        let outputs = run(engine, inputs, callSizes: callSizes)
+        let outputs = run(engine, inputs, callSizes: callSizes, scheduler: scheduler)
         for output in 0..<matrix.outputCount {
             var expected = [Double](repeating: 0, count: inputs[0].count)
             for entry in matrix.entries where entry.output == output {
@@ -328,7 +333,7 @@ final class ConvolutionEngineTests: XCTestCase {
                 scheduler.busyPieces = Set((0..<40).map { _ in Int.random(in: 1...400, using: &generator) })
                 let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
                 XCTAssertEqual(engine.splitPartCount, parts)
-                let actual = run(engine, inputs, callSizes: callSizes)
+                let actual = run(engine, inputs, callSizes: callSizes, scheduler: scheduler)
                 XCTAssertGreaterThan(scheduler.partsRun, 0)
                 XCTAssertGreaterThan(scheduler.partsRefused, 0)
                 for output in 0..<outputCount {
@@ -337,12 +342,11 @@ final class ConvolutionEngineTests: XCTestCase {
                         "trial \(trial), \(parts) parts, output \(output), plan \(engine.plan), calls \(callSizes)")
                 }
             }
+            let scheduler = SerialSplitScheduler(partCount: outputCount)
             assertMatchesDirectConvolution(
-                matrix,
-                try ConvolutionEngine(
-                    matrix: matrix, configuration: configuration,
-                    scheduler: SerialSplitScheduler(partCount: outputCount)),
-                inputs: inputs, callSizes: callSizes)
+                matrix, try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler),
+                scheduler: scheduler, inputs: inputs, callSizes: callSizes)
+            XCTAssertGreaterThan(scheduler.partsRun, 0)
         }
     }
 }
@@ -354,7 +358,8 @@ final class SerialSplitScheduler: LevelJobScheduler {
     let partCount: Int
     var busyPieces: Set<Int> = []
     private(set) var partsRun = 0, partsRefused = 0
-    private unowned(unsafe) var runner: (any LevelJobRunner)?
+    /// The engine, kept until `stop()` as every scheduler keeps its runner.
+    private var runner: (any LevelJobRunner)?
     private var pending: [(part: Int, sequence: Int)] = []
 
     init(partCount: Int) { self.partCount = partCount }

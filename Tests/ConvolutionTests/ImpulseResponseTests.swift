@@ -300,7 +300,6 @@ final class ImpulseResponseEngineTests: XCTestCase {
             matrix: ConvolutionMatrix(
                 inputCount: 1, outputCount: 1,
                 entries: [.init(input: 0, output: 0, impulse: ir.channels[0])]))
-        defer { engine.stop() }
         let omega = 2 * Double.pi * 1000 / 48_000
         let signal = (0..<9600).map { Float(0.5 * sin(omega * Double($0))) }
         let output = try engine.process([signal], blockSize: 128)[0]
@@ -325,7 +324,6 @@ final class ImpulseResponseEngineTests: XCTestCase {
                 .init(input: 0, output: 0, impulse: hall.channels[0]), .init(input: 1, output: 1, impulse: hall.channels[1]),
             ])
         let engine = try ConvolutionEngine(matrix: matrix)
-        defer { engine.stop() }
         let inputs = [irTestNoise(count: 2400, seed: 11), irTestNoise(count: 2400, seed: 12)]
         let outputs = try engine.process(inputs, blockSize: 256)
         for channel in 0..<2 {

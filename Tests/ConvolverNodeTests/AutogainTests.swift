@@ -61,7 +61,6 @@ final class AutogainTests: XCTestCase {
         configuration.workgroupThreads = .fixed(1)
         let prepared = try EngineFactory.preparedMatrix(configuration, sampleRate: 48000)
         let engine = try ConvolutionEngine(matrix: prepared.matrix, configuration: .init(expectedBlockSize: 1024))
-        defer { engine.stop() }
         let settle = prepared.matrix.impulseLength
         let frames = settle + 10 * 48000
         let inputs = try (0..<configuration.channelCount).map { try pinkNoise(frames: frames, seed: UInt64($0 + 1)) }

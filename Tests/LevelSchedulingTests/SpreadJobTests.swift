@@ -27,14 +27,14 @@ final class SpreadJobTests: XCTestCase {
             let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: counter)
             XCTAssertEqual(counter.inner.dataThreadLevelCount, plan.tails.count)
             let actual = render(
-                engine, inputs, callSizes: callSizes,
+                engine, inputs, callSizes: callSizes, scheduler: counter,
                 beforeCall: { _ in
                     counter.startCall()
                     let start = monotonicNanos()
                     counter.inner.beginCycle(startNanos: start, waitLimitNanos: start + 1_000_000_000, sampleRate: 48000)
                 })
             counter.startCall()
-            engine.stop()
+            counter.stop()
             for output in 0..<2 {
                 let mismatch = firstBitDifference(actual[output], expected[output])
                 XCTAssertNil(mismatch, "calls \(callSizes), output \(output): first difference at \(mismatch ?? -1)")
@@ -57,7 +57,8 @@ final class SpreadJobTests: XCTestCase {
 /// Sits between the engine and a `WorkgroupLevelScheduler` and counts the job steps each call runs.
 final class StepCountingScheduler: LevelJobScheduler, LevelJobRunner, @unchecked Sendable {
     let inner: WorkgroupLevelScheduler
-    private unowned(unsafe) var engine: (any LevelJobRunner)?
+    /// The engine, kept until `stop()` as every scheduler keeps its runner.
+    private var engine: (any LevelJobRunner)?
     /// By level (0, the head's, unused): the steps run in the current call, and the most in any call.
     private var stepsThisCall: [Int] = []
     private(set) var mostStepsInOneCall: [Int] = []
@@ -80,7 +81,10 @@ final class StepCountingScheduler: LevelJobScheduler, LevelJobRunner, @unchecked
     }
     func post(level: Int, block: Int, dueInSamples: Int) { inner.post(level: level, block: block, dueInSamples: dueInSamples) }
     func awaitResult(level: Int, block: Int) -> Bool { inner.awaitResult(level: level, block: block) }
-    func stop() { inner.stop() }
+    func stop() {
+        inner.stop()
+        engine = nil
+    }
 
     func runLevelJob(level: Int, block: Int) { engine?.runLevelJob(level: level, block: block) }
     func levelJobStepCount(level: Int) -> Int { engine?.levelJobStepCount(level: level) ?? 1 }

@@ -53,9 +53,10 @@ final class WorkgroupSchedulerTests: XCTestCase {
 
 // MARK: - With the real engine
 
-/// Feeds `inputs` through `engine` in `callSizes` (cycled); `beforeCall` runs before each process.
+/// Feeds `inputs` through `engine` in `callSizes` (cycled), its jobs run by `scheduler` (the one it
+/// was built with; nil: none); `beforeCall` runs before each process.
 func render(
-    _ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int],
+    _ engine: ConvolutionEngine, _ inputs: [[Float]], callSizes: [Int], scheduler: (any LevelJobScheduler)? = nil,
     beforeCall: (Int) -> Void = { _ in }, afterCall: (Int) -> Void = { _ in }
 ) -> [[Float]] {
     let frames = inputs[0].count
@@ -78,7 +79,7 @@ func render(
         for channel in 0..<engine.inputCount { inputPointers[channel] = UnsafePointer(inputStorage[channel] + done) }
         for channel in 0..<engine.outputCount { outputPointers[channel] = outputStorage[channel] + done }
         beforeCall(call)
-        engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count)
+        engine.process(inputs: inputPointers, outputs: outputPointers, frameCount: count, scheduler: scheduler)
         afterCall(call)
         done += count
         call += 1
@@ -97,7 +98,8 @@ final class DelayInjectingScheduler: LevelJobScheduler, LevelJobRunner, @uncheck
     let inner: WorkgroupLevelScheduler
     let delays: [Int: UInt32]  // (level << 32 | block) -> µs
     let splitDelays: [Int: UInt32]
-    private unowned(unsafe) var engine: (any LevelJobRunner)?
+    /// The engine, kept until `stop()` as every scheduler keeps its runner.
+    private var engine: (any LevelJobRunner)?
 
     init(_ inner: WorkgroupLevelScheduler, delays: [Int: UInt32], splitDelays: [Int: UInt32] = [:]) {
         self.inner = inner
@@ -117,7 +119,10 @@ final class DelayInjectingScheduler: LevelJobScheduler, LevelJobRunner, @uncheck
     func awaitResult(level: Int, block: Int) -> Bool { inner.awaitResult(level: level, block: block) }
     func postSplitPart(part: Int, sequence: Int) -> Bool { inner.postSplitPart(part: part, sequence: sequence) }
     func awaitSplitPart(part: Int, sequence: Int) -> Bool { inner.awaitSplitPart(part: part, sequence: sequence) }
-    func stop() { inner.stop() }
+    func stop() {
+        inner.stop()
+        engine = nil
+    }
 
     func runLevelJob(level: Int, block: Int) {
         if let delay = delays[level << 32 | block] { usleep(delay) }
@@ -140,7 +145,7 @@ func unpacedConfiguration(threads: Int) -> WorkgroupSchedulerConfiguration {
 final class WorkgroupEngineTests: XCTestCase {
     /// With every job on time, the workgroup's output equals the inline scheduler's bit for bit:
     /// the same job code runs on the same data, only on another thread.
-    func testOutputEqualsInlineSchedulerBitExactOnRandomImpulsesAndCallSizes() throws {
+    func testOutputEqualsInlineJobsBitExactOnRandomImpulsesAndCallSizes() throws {
         var generator = SeededGenerator(seed: 3)
         let callSizeChoices = [1, 7, 32, 64, 100, 128, 256, 333, 512, 1024, 2000]
         for trial in 0..<6 {
@@ -175,8 +180,8 @@ final class WorkgroupEngineTests: XCTestCase {
             let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration)
             let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
             XCTAssertGreaterThan(engine.plan.tails.count, 0, "trial \(trial): no tail level to schedule")
-            let actual = render(engine, inputs, callSizes: callSizes)
-            engine.stop()
+            let actual = render(engine, inputs, callSizes: callSizes, scheduler: scheduler)
+            scheduler.stop()
             let statistics = scheduler.statistics()
             XCTAssertEqual(statistics.lateLevels, 0)
             XCTAssertEqual(statistics.dataThreadLevelCount + statistics.levels.count, engine.plan.tails.count)
@@ -209,7 +214,7 @@ final class WorkgroupEngineTests: XCTestCase {
         let waitNanos: UInt64 = 30_000_000
         var lateLevels = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
         let actual = render(
-            engine, [input], callSizes: [64],
+            engine, [input], callSizes: [64], scheduler: scheduler,
             beforeCall: { _ in
                 callStart = monotonicNanos()
                 inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
@@ -222,7 +227,7 @@ final class WorkgroupEngineTests: XCTestCase {
                     inner.waitUntilIdle()  // the test lets the delayed job finish: one late level per delay
                 }
             })[0]
-        engine.stop()
+        scheduler.stop()
         let statistics = inner.statistics()
         XCTAssertEqual(statistics.lateLevels, delayedBlocks.count, "\(statistics)")
         let delayed = try XCTUnwrap(statistics.levels.first { $0.level == delayedLevel })
@@ -263,7 +268,7 @@ final class WorkgroupEngineTests: XCTestCase {
         var configuration = manyLevelConfiguration(impulseLength: 20000)
         configuration.expectedBlockSize = 64
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
-        defer { engine.stop() }
+        defer { scheduler.stop() }
         let frames = 64
         let buffers = (0..<4).map { _ in UnsafeMutablePointer<Float>.allocate(capacity: frames) }
         defer { buffers.forEach { $0.deallocate() } }
@@ -276,7 +281,7 @@ final class WorkgroupEngineTests: XCTestCase {
         func cycle() {
             let start = monotonicNanos()
             scheduler.beginCycle(startNanos: start, waitLimitNanos: start + 1_000_000_000, sampleRate: 48000)
-            engine.process(inputs: inputs, outputs: outputs, frameCount: frames)
+            engine.process(inputs: inputs, outputs: outputs, frameCount: frames, scheduler: scheduler)
         }
         for _ in 0..<2000 { cycle() }  // warm-up: every level has run on the helpers
         // The data thread alone first, then the data thread and the helpers (named swconv-*).
@@ -337,8 +342,8 @@ final class WorkgroupSplitTests: XCTestCase {
                 let scheduler = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: splitThreads, takeBack: takeBack))
                 let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
                 XCTAssertEqual(engine.splitPartCount, min(outputCount, splitThreads + 1))
-                let actual = render(engine, inputs, callSizes: callSizes)
-                engine.stop()
+                let actual = render(engine, inputs, callSizes: callSizes, scheduler: scheduler)
+                scheduler.stop()
                 let statistics = scheduler.statistics()
                 let split = try XCTUnwrap(statistics.split)
                 let context =
@@ -393,7 +398,7 @@ final class WorkgroupSplitTests: XCTestCase {
         let waitNanos: UInt64 = 30_000_000
         var lateSplits = 0, longestCallNanos: UInt64 = 0, callStart: UInt64 = 0
         let actual = render(
-            engine, inputs, callSizes: [64],
+            engine, inputs, callSizes: [64], scheduler: scheduler,
             beforeCall: { _ in
                 callStart = monotonicNanos()
                 inner.beginCycle(startNanos: callStart, waitLimitNanos: callStart + waitNanos, sampleRate: 48000)
@@ -406,7 +411,7 @@ final class WorkgroupSplitTests: XCTestCase {
                     inner.waitUntilIdle()  // the test lets the delayed part finish: one late split per delay
                 }
             })
-        engine.stop()
+        scheduler.stop()
         let statistics = inner.statistics()
         let split = try XCTUnwrap(statistics.split)
         XCTAssertEqual(split.lateSplits, delayedPieces.count, "\(statistics)")
@@ -438,7 +443,7 @@ final class WorkgroupSplitTests: XCTestCase {
         let engine = try ConvolutionEngine(matrix: matrix, configuration: configuration, scheduler: scheduler)
         var pacedCalls = 0
         let actual = render(
-            engine, inputs, callSizes: [64],
+            engine, inputs, callSizes: [64], scheduler: scheduler,
             beforeCall: { _ in
                 let start = monotonicNanos()
                 inner.beginCycle(startNanos: start, waitLimitNanos: start + 50_000_000, sampleRate: 48000)
@@ -447,7 +452,7 @@ final class WorkgroupSplitTests: XCTestCase {
                 // After the late piece, pace 1 ms per call for a while, so the helper comes back mid-render.
                 if call >= 4 && pacedCalls < 150 { pacedCalls += 1; usleep(1000) }
             })
-        engine.stop()
+        scheduler.stop()
         let statistics = inner.statistics()
         let split = try XCTUnwrap(statistics.split)
         XCTAssertEqual(split.lateSplits, 1, "\(statistics)")
@@ -490,12 +495,12 @@ final class WorkgroupSplitTests: XCTestCase {
             let engine = try ConvolutionEngine(
                 matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000),
                 scheduler: scheduler)
-            defer { engine.stop() }
+            defer { scheduler.stop() }
             XCTAssertEqual(engine.splitPartCount, 3)
             func cycle() {
                 let start = monotonicNanos()
                 scheduler.beginCycle(startNanos: start, waitLimitNanos: start + 1_000_000_000, sampleRate: 48000)
-                engine.process(inputs: inputs, outputs: outputs, frameCount: frames)
+                engine.process(inputs: inputs, outputs: outputs, frameCount: frames, scheduler: scheduler)
             }
             for _ in 0..<2000 { cycle() }  // warm-up
             allocation_counter_watch_current_thread(1)

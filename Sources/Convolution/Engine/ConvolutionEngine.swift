@@ -11,7 +11,9 @@ import Glibc
 ///
 /// With a scheduler that splits (`LevelJobScheduler.prepare(runner:levels:split:)`), the head's
 /// per-output work of each call is cut into parts by output and run fork-join on the scheduler's
-/// helpers within the call (see `HeadLevel`); the output is the same to the bit.
+/// helpers within the call (see `HeadLevel`); the output is the same to the bit. The engine keeps
+/// no scheduler: it prepares the one it is built with, which keeps the engine until its `stop()`,
+/// and is handed it again on each `process` (`LevelJobScheduler`).
 ///
 /// Real-time contract: everything is allocated and planned in `init`; `process`, `runLevelJob`
 /// and `runSplitPart` allocate nothing, lock nothing, log nothing.
@@ -26,7 +28,6 @@ public final class ConvolutionEngine: LevelJobRunner {
     private let head: any Head
     /// Levels 1...: `tails[k - 1]` is level `k`.
     private let tails: [TailLevel]
-    private let scheduler: any LevelJobScheduler
     /// What the plan was priced with (the split's estimate uses them too).
     private let costs: MachineCosts
     /// Samples processed since the start (or the last reset).
@@ -34,7 +35,7 @@ public final class ConvolutionEngine: LevelJobRunner {
 
     public init(
         matrix: ConvolutionMatrix, configuration: EngineConfiguration = .init(),
-        scheduler: any LevelJobScheduler = InlineScheduler()
+        scheduler: (any LevelJobScheduler)? = nil
     ) throws {
         try matrix.validate()
         let problem = PartitionPlanner.Problem(matrix, configuration)
@@ -58,12 +59,12 @@ public final class ConvolutionEngine: LevelJobRunner {
         tails = try plan.tails.enumerated().map { index, level in
             try TailLevel(level: index + 1, level, impulses: impulses, routing: routing)
         }
-        self.scheduler = scheduler
         costs = configuration.costs
         let schedules = PartitionPlanner.tailSchedules(plan.levels, problem, configuration.costs)
-        let partCount = try scheduler.prepare(
-            runner: self, levels: schedules,
-            split: SplitShare(unitCount: head.splitUnitCount, expectedCallFrames: configuration.expectedBlockSize))
+        let partCount =
+            try scheduler?.prepare(
+                runner: self, levels: schedules,
+                split: SplitShare(unitCount: head.splitUnitCount, expectedCallFrames: configuration.expectedBlockSize)) ?? 1
         try head.configureSplit(partCount: partCount, routing: routing)
     }
 
@@ -71,17 +72,14 @@ public final class ConvolutionEngine: LevelJobRunner {
     /// runs on the data thread, the others on the scheduler's helpers).
     public var splitPartCount: Int { head.partCount }
 
-    deinit { scheduler.stop() }
-
-    /// Stops the scheduler's jobs for this engine. Call before dropping it from a threaded scheduler.
-    public func stop() { scheduler.stop() }
-
-    /// Convolves `frameCount` samples of every input into every output.
-    /// `inputs[i] == nil` is silence; `outputs[o] == nil` is computed and discarded.
-    /// Real-time safe. Any `frameCount`, changing from call to call.
+    /// Convolves `frameCount` samples of every input into every output, the levels' jobs run by
+    /// `scheduler`: the one the engine was built with (nil: each job runs here, when its input
+    /// block is complete). `inputs[i] == nil` is silence; `outputs[o] == nil` is computed and
+    /// discarded. Real-time safe. Any `frameCount`, changing from call to call.
     public func process(
         inputs: UnsafePointer<UnsafePointer<Float>?>,
-        outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int
+        outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int,
+        scheduler: (any LevelJobScheduler)? = nil
     ) {
         DenormalFlush.enableOnCurrentThread()
         let callStart = position
@@ -111,7 +109,11 @@ public final class ConvolutionEngine: LevelJobRunner {
             for index in tails.indices where position % tails[index].blockSize == 0 {
                 let level = tails[index]
                 let block = position / level.blockSize - 1
-                scheduler.post(level: level.level, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
+                if let scheduler {
+                    scheduler.post(level: level.level, block: block, dueInSamples: block * level.blockSize + level.offset - callStart)
+                } else {
+                    runLevelJob(level: level.level, block: block)
+                }
             }
         }
     }
@@ -146,7 +148,7 @@ public final class ConvolutionEngine: LevelJobRunner {
     }
 
     /// Clears all history: the engine continues as if just created. Real-time safe, but only
-    /// while no level job is running (inline scheduler, or after `stop()`).
+    /// while no level job is running (no scheduler, or after the scheduler's `stop()`).
     public func reset() {
         position = 0
         history.reset()

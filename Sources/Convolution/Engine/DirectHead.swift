@@ -42,7 +42,7 @@ final class DirectHead: Head {
     func process(
         inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
         outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
-        count: Int, routing: Routing, scheduler: any LevelJobScheduler
+        count: Int, routing: Routing, scheduler: (any LevelJobScheduler)?
     ) {
         let history = tapCount - 1
         for input in 0..<routing.inputCount {

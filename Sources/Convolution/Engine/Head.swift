@@ -17,7 +17,7 @@ protocol Head: AnyObject {
     func process(
         inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
         outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
-        count: Int, routing: Routing, scheduler: any LevelJobScheduler)
+        count: Int, routing: Routing, scheduler: (any LevelJobScheduler)?)
     /// The cost of the costliest call piece (one that starts a block), in ns. Setup only.
     func estimatedBlockStartNanoseconds(costs: MachineCosts, routing: Routing) -> Double
     func reset()

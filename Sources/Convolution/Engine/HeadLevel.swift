@@ -73,7 +73,7 @@ final class HeadLevel: Head {
     func process(
         inputs: UnsafePointer<UnsafePointer<Float>?>, inputOffset: Int,
         outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int,
-        count: Int, routing: Routing, scheduler: any LevelJobScheduler
+        count: Int, routing: Routing, scheduler: (any LevelJobScheduler)?
     ) {
         let start = fill
         for input in 0..<routing.inputCount {

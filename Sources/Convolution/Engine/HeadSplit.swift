@@ -52,18 +52,18 @@ final class HeadSplit {
 
     /// Fork-join: semaphore out to parts 1..., part 0 here, semaphore back (bounded), then mix.
     /// Real-time safe (data thread).
-    func process(_ piece: HeadLevel.Piece, head: HeadLevel, routing: Routing, scheduler: any LevelJobScheduler) {
+    func process(_ piece: HeadLevel.Piece, head: HeadLevel, routing: Routing, scheduler: (any LevelJobScheduler)?) {
         pieceSerial += 1
         // The block serial rides in the sequence number, so a part needs no shared parameters
         // (which a late part might read after the data thread changed them).
         let sequence = head.blockSerial << 32 | (pieceSerial & 0xFFFF_FFFF)
         for part in 1..<partCount {
-            partOutcome[part] = scheduler.postSplitPart(part: part, sequence: sequence) ? .late : .notPosted
+            partOutcome[part] = scheduler?.postSplitPart(part: part, sequence: sequence) == true ? .late : .notPosted
         }
         runPart(0, sequence: sequence, head: head, routing: routing)
         partOutcome[0] = .ready
         for part in 1..<partCount where partOutcome[part] == .late {
-            if scheduler.awaitSplitPart(part: part, sequence: sequence) { partOutcome[part] = .ready }
+            if scheduler?.awaitSplitPart(part: part, sequence: sequence) == true { partOutcome[part] = .ready }
         }
         for part in 0..<partCount {
             for output in partStart[part]..<partStart[part + 1] {

@@ -4,8 +4,13 @@
 /// `ConvolutionEngine.process`. Every other level `k` turns
 /// one complete input block into one output block: job `(level: k, block: j)`. The engine *posts*
 /// the job when input block `j` is complete and *awaits* its result when the output needs it,
-/// `LevelSchedule.dueAfterSamples` samples later. The inline scheduler runs the job at once; the
-/// workgroup scheduler (ConvolverNode) runs it on real-time helper threads.
+/// `LevelSchedule.dueAfterSamples` samples later. Without a scheduler the engine runs each job at
+/// once, itself (offline rendering, and the reference the threaded schedulers must equal); the
+/// workgroup scheduler (LevelScheduling) runs it on real-time helper threads.
+///
+/// Ownership: the scheduler keeps its runner (the engine) from `prepare` until `stop()`, so a
+/// helper never runs a job of a freed engine; the engine keeps no scheduler, it is handed the one
+/// it was prepared with on each `process` call by whoever owns both.
 
 /// Runs one level job. Implemented by the engine. Real-time safe.
 public protocol LevelJobRunner: AnyObject {
@@ -85,8 +90,8 @@ public struct LevelSchedule: Sendable, Equatable {
 }
 
 public protocol LevelJobScheduler: AnyObject {
-    /// Setup, off the real-time thread: the levels to run, levels 1, 2 ... in order.
-    /// Called again (after `stop()`) when the engine is rebuilt.
+    /// Setup, off the real-time thread: the levels to run, levels 1, 2 ... in order. The scheduler
+    /// keeps `runner` until `stop()`. Called again (after `stop()`) when the engine is rebuilt.
     func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws
     /// Input block `block` of `level` is complete. `dueInSamples`: samples from the start of the
     /// current `process` call until the result is needed. Real-time safe, never blocks.
@@ -94,7 +99,8 @@ public protocol LevelJobScheduler: AnyObject {
     /// The output needs job `(level, block)` now. Returns true when its result is ready; false when
     /// it is late (the engine then outputs without it). Real-time safe; may wait, but bounded.
     func awaitResult(level: Int, block: Int) -> Bool
-    /// Stops running jobs for the current runner (before the engine is freed or rebuilt).
+    /// Stops running jobs for the current runner and lets it go (before the engine is rebuilt, or
+    /// when the owner is done with both).
     func stop()
 
     /// Setup with a split offer: as `prepare(runner:levels:)`, then returns into how many parts
@@ -119,26 +125,4 @@ extension LevelJobScheduler {
     }
     public func postSplitPart(part: Int, sequence: Int) -> Bool { false }
     public func awaitSplitPart(part: Int, sequence: Int) -> Bool { false }
-}
-
-/// Runs every job at once, inside `post`, on the calling thread. Offline rendering and the
-/// reference for the threaded schedulers: their output must equal this one's.
-public final class InlineScheduler: LevelJobScheduler {
-    private unowned(unsafe) var runner: (any LevelJobRunner)?
-
-    public init() {}
-
-    public func prepare(runner: any LevelJobRunner, levels: [LevelSchedule]) throws {
-        self.runner = runner
-    }
-
-    /// Real-time safe: runs the job on the caller's thread.
-    public func post(level: Int, block: Int, dueInSamples: Int) {
-        runner?.runLevelJob(level: level, block: block)
-    }
-
-    /// Real-time safe: the job already ran in `post`.
-    public func awaitResult(level: Int, block: Int) -> Bool { true }
-
-    public func stop() { runner = nil }
 }

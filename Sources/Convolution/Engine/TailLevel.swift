@@ -77,13 +77,13 @@ final class TailLevel {
     /// Real-time safe; the wait is the scheduler's, bounded.
     func mixResult(
         into outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, outputOffset: Int, count: Int,
-        at position: Int, scheduler: any LevelJobScheduler, outputCount: Int
+        at position: Int, scheduler: (any LevelJobScheduler)?, outputCount: Int
     ) {
         // Before the first output this level contributes to: nothing to mix.
         guard let (block, samples) = result(at: position, outputCount: outputCount) else { return }
         if block != mixingBlock {
             mixingBlock = block
-            mixingBlockReady = scheduler.awaitResult(level: level, block: block)
+            mixingBlockReady = scheduler?.awaitResult(level: level, block: block) ?? true
         }
         guard mixingBlockReady else { return }  // late: output without it, never block the graph
         for output in 0..<outputCount {

@@ -76,9 +76,9 @@ final class FaultInjectingScheduler: LevelJobScheduler {
 /// The engine's runner, whose data-thread job shares (the stepped runs) spin until `overrunNanos`
 /// have passed. Helper jobs run unchanged.
 private final class OverrunningRunner: LevelJobRunner {
-    // SAFETY: as every scheduler's runner: the engine stops its scheduler (which clears this after
-    // joining the helpers) before it is freed.
-    unowned(unsafe) var runner: (any LevelJobRunner)?
+    /// The engine, kept until the scheduler's `stop()` (test only: the reference counting on each
+    /// call does not matter here).
+    var runner: (any LevelJobRunner)?
     private let overrunNanos: UInt64
 
     init(overrunNanos: UInt64) { self.overrunNanos = overrunNanos }
