@@ -272,12 +272,8 @@ public final class ConvolverNode {
         var rebuild = false
         if change.filename != nil && next.graph != nil {
             refusals.append("filename (the node runs a filter.graph: set its controls, \"node:Port\")")
-        } else if let filename = change.filename,
-            filename != next.filename || !next.rateAlternatives.isEmpty || !next.impulses.isEmpty
-        {
-            next.filename = filename
-            next.rateAlternatives = []
-            next.impulses = []
+        } else if let filename = change.filename, let source = next.impulseSource.playing(file: filename) {
+            next.impulseSource = source
             rebuild = true
         }
         if !change.sofa.isEmpty {

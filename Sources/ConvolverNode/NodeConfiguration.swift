@@ -77,6 +77,15 @@ public struct NodeConfiguration: Sendable, Equatable {
         var impulses: [Impulse]
         var sofa: SourceDirection
         var graph: FilterGraph?
+
+        /// This source playing `file` as its one IR file (no rate alternatives, no matrix); nil
+        /// when it already does.
+        func playing(file: String) -> ImpulseSource? {
+            guard file != filename || !rateAlternatives.isEmpty || !impulses.isEmpty else { return nil }
+            var changed = self
+            (changed.filename, changed.rateAlternatives, changed.impulses) = (file, [], [])
+            return changed
+        }
     }
 
     public var impulseSource: ImpulseSource {

@@ -28,11 +28,13 @@ public final class FixedBuffer<Element: BitwiseCopyable> {
 
     deinit { free(pointer) }
 
-    public subscript(index: Int) -> Element {
+    // Inlinable: the engine's loops index tables from another module, and a call per element
+    // would cost more than the element.
+    @inlinable public subscript(index: Int) -> Element {
         @inline(__always) get { pointer[index] }
         @inline(__always) set { pointer[index] = newValue }
     }
 
     /// Every element set to `value`. Real-time safe.
-    public func fill(with value: Element) { pointer.update(repeating: value, count: count) }
+    @inlinable public func fill(with value: Element) { pointer.update(repeating: value, count: count) }
 }

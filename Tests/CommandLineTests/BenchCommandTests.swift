@@ -1,4 +1,5 @@
 import Convolution
+import EngineTestSupport
 import Foundation
 import XCTest
 
@@ -38,5 +39,34 @@ final class BenchCommandTests: XCTestCase {
         let threaded = try bench(["--threads", "1", "--evict-mb", "8"])
         XCTAssertEqual(threaded.status, 2)
         XCTAssertTrue(threaded.errors.contains("--evict-mb"), threaded.errors)
+    }
+
+    /// `scripts/bench-builds.py` (two builds side by side, rounds alternating) reads what bench
+    /// writes: run here with one build as both, every case gets its medians and ratio.
+    func testBenchBuildsComparesEveryCaseOfTwoBuilds() throws {
+        try RenderCommandTests.requireExecutable()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        let executable = RenderCommandTests.executable.path
+        process.arguments = [
+            packageRoot + "/scripts/bench-builds.py", "--old", executable, "--new", executable, "--rounds", "2", "--",
+            "--ir-seconds", "0.1", "--blocks", "64,256", "--seconds", "0.2",
+        ]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        XCTAssertEqual(process.terminationStatus, 0, text)
+        for engine in ["partitioned", "uniform"] {
+            for block in [64, 256] {
+                let line = text.split(separator: "\n").first {
+                    $0.hasPrefix("\(engine) 0.1 s IR, block \(block) ") && $0.contains("cpu_percent")
+                }
+                let columns = line?.split(separator: " ", omittingEmptySubsequences: true) ?? []
+                XCTAssertNotNil(line.flatMap { _ in columns.count > 10 ? Double(columns[9]) : nil }, "\(engine) \(block): \(text)")
+            }
+        }
     }
 }
