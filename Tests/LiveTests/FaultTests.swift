@@ -275,14 +275,14 @@ final class FaultTests: XCTestCase {
     // MARK: - Own late cycles
 
     /// The negative test of `convolver.late-cycles-own`'s stall filter: a node whose data-thread
-    /// level is too heavy for its call (`test.fault = overrun-data-thread-jobs`: each such job lasts
-    /// one and a half periods; a 1 s IR at quantum 256 has one such level) makes those cycles late
+    /// level is too heavy for its call (`test.fault = overrun-data-thread-jobs`: level 1's job lasts
+    /// one and a half periods in every call it runs in, whatever the plan) makes those cycles late
     /// by its own work, every time the level runs. They must count as its own, not as stalls of the
     /// machine: a job slow every time is work, however slow.
     func testADataThreadLevelTooHeavyForItsCallCountsAsOwnLateCycles() throws {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 48000), to: path("ir.wav"))
-        // 1 s: on PipeWire 1.6 every late cycle stretches the play (4 periods a cycle with two spread
-        // data-thread levels), and 3 s of it outlasted the player's time limit.
+        // 1 s: on PipeWire 1.6 every late cycle stretches the play (2.5 periods a cycle; the 2 s of
+        // input took 10-17 s here), so the play is given the limit of a 6 s one.
         try TestSignals.write(TestSignals.noise(seconds: 1), to: path("input.wav"))
         let client = try ModuleClient.start(
             daemon, name: "conv-overrun",
@@ -291,7 +291,7 @@ final class FaultTests: XCTestCase {
         defer { client.stop() }
         try daemon.waitForPorts(ofNode: "conv-overrun", count: 4, timeout: 30)
         try PlayThrough(daemon: daemon, nodeName: "conv-overrun")
-            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 2, tailSeconds: 0.3, tag: "overrun") {}
+            .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 6, tailSeconds: 0.3, tag: "overrun") {}
         usleep(1_500_000)  // the node publishes its statistics once a second
         let own = Int(try statistic("conv-overrun", "convolver.late-cycles-own")) ?? -1
         let stalled = Int(try statistic("conv-overrun", "convolver.late-cycles-stalled")) ?? -1

@@ -7,8 +7,10 @@ import Workgroup
 /// Forwards everything to the node's scheduler, except that
 /// - `drop-tail-block`: the longest level's output block holding stream time 3 s is reported late,
 ///   so the engine outputs without it;
-/// - `overrun-data-thread-jobs`: each share of a data-thread level job lasts at least
-///   `overrunNanos` (it spins), a level too heavy for the data thread.
+/// - `overrun-data-thread-jobs`: each share of level 1's job, when the data thread runs it, lasts
+///   at least `overrunNanos` (it spins): a level too heavy for the data thread, one per call
+///   whatever the plan (a spin in every data-thread level made a call last as many periods as
+///   the plan had such levels, and the test's play outlasted its limit on PipeWire 1.6).
 final class FaultInjectingScheduler: LevelJobScheduler {
     private let scheduler: any LevelJobScheduler
     private let fault: TestFault
@@ -73,8 +75,9 @@ final class FaultInjectingScheduler: LevelJobScheduler {
     }
 }
 
-/// The engine's runner, whose data-thread job shares (the stepped runs) spin until `overrunNanos`
-/// have passed. Helper jobs run unchanged.
+/// The engine's runner, whose level-1 data-thread job shares (the stepped runs: level 1 is the
+/// first the data thread runs, when it runs any) spin until `overrunNanos` have passed. Helper jobs
+/// run unchanged.
 private final class OverrunningRunner: LevelJobRunner {
     /// The engine, kept until the scheduler's `stop()` (test only: the reference counting on each
     /// call does not matter here).
@@ -91,6 +94,7 @@ private final class OverrunningRunner: LevelJobRunner {
     func runLevelJob(level: Int, block: Int, steps: Range<Int>) {
         let start = monotonicNanos()
         runner?.runLevelJob(level: level, block: block, steps: steps)
+        guard level == 1 else { return }
         while monotonicNanos() &- start < overrunNanos {}
     }
 }

@@ -14,7 +14,8 @@ public enum TestFault: String, Sendable, Equatable, CaseIterable {
     /// Every 64th call changes its first output sample after its record is taken, as a helper
     /// writing into the graph's buffer after the call would.
     case alterAfterRecord = "alter-after-record"
-    /// Every data-thread level job lasts one and a half quantum periods: a level too heavy for the
-    /// data thread (its late cycles must count as the node's own, not as stalls of the machine).
+    /// The shortest level's job, run on the data thread, lasts one and a half quantum periods in
+    /// every call: a level too heavy for the data thread (its late cycles must count as the node's
+    /// own, not as stalls of the machine).
     case overrunDataThreadJobs = "overrun-data-thread-jobs"
 }
