@@ -184,12 +184,12 @@ public final class ConvolverNode {
                     if verdict.answersProps { answerControl(buildFailure: "the graph's rate changed while it was built: send it again") }
                     continue
                 }
+                install(slot, configuration: request.configuration, inSilence: inSilence)
                 if request.purpose == .impulseResponse {
                     configuration.impulseSource = request.configuration.impulseSource
                     publishProps()
                     if verdict.answersProps { answerControl(buildFailure: nil) }
                 }
-                install(slot, configuration: request.configuration, inSilence: inSilence)
             case .failure(let error):
                 switch request.purpose {
                 case .sampleRate:
@@ -313,16 +313,30 @@ public final class ConvolverNode {
         if controlAnswers.buildEnded(failure: buildFailure) { publishControlAnswers() }
     }
 
-    /// At once, not with the next statistics: `pw-convolver set` waits for it.
+    /// At once, not with the next statistics: `pw-convolver set` waits for it. The engine it
+    /// describes comes with it, so whoever reads "ok" reads the IR and plan that answer installed.
     private func publishControlAnswers() {
         guard let transport else { return }
-        for (key, value) in controlAnswers.properties { lastPublished[key] = value }
-        let properties = makeProperties(controlAnswers.properties)
+        let answered = controlAnswers.properties + engineDescription
+        for (key, value) in answered { lastPublished[key] = value }
+        let properties = makeProperties(answered)
         transport.updateProperties(&properties.pointee.dict)
         pw_properties_free(properties)
     }
 
     // MARK: - Statistics
+
+    /// The newest engine: its IR, rate and plan.
+    private var engineDescription: [(String, String)] {
+        [
+            ("convolver.ir", configuration.filename ?? "impulses (\(configuration.impulses.count) entries)"),
+            ("convolver.rate", "\(newestSlot?.sampleRate ?? 0)"),
+            ("convolver.plan", newestSlot?.planDescription ?? ""),
+            ("convolver.plan-quantum", "\(newestSlot?.plannedBlockSize ?? 0)"),
+            ("convolver.latency-frames", "\(newestSlot?.latencyFrames ?? 0)"),
+            ("convolver.autogain-db", newestSlot?.autogainDB.map { $0.map { String(cFormat: "%.2f", $0) }.joined(separator: ",") } ?? "off"),
+        ]
+    }
 
     /// Node properties with live statistics, once a second (main loop).
     func publishStatistics() {
@@ -344,16 +358,10 @@ public final class ConvolverNode {
             "convolver.late-splits": "\(lateSplitsOfReplacedEngines + (helpers?.split?.lateSplits ?? 0))",
             "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
-            "convolver.rate": "\(newestSlot?.sampleRate ?? 0)",
-            "convolver.plan": newestSlot?.planDescription ?? "",
-            "convolver.plan-quantum": "\(newestSlot?.plannedBlockSize ?? 0)",
-            "convolver.latency-frames": "\(newestSlot?.latencyFrames ?? 0)",
-            "convolver.autogain-db": newestSlot?.autogainDB.map { $0.map { String(cFormat: "%.2f", $0) }.joined(separator: ",") } ?? "off",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
-            "convolver.ir": configuration.filename ?? "impulses (\(configuration.impulses.count) entries)",
         ]
-        for (key, value) in controlAnswers.properties { values[key] = value }
+        for (key, value) in controlAnswers.properties + engineDescription { values[key] = value }
         if let busy {
             values["convolver.busy-p99-us"] = String(cFormat: "%.1f", Double(busy.p99) / 1000)
             values["convolver.busy-max-us"] = String(cFormat: "%.1f", Double(busy.max) / 1000)

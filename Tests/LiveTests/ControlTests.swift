@@ -303,6 +303,9 @@ final class ControlTests: XCTestCase {
         XCTAssertTrue(output.contains("refused: keeping the current IR:") && output.contains("/nonexistent/other.wav"), output)
         (status, output) = try pwConvolver(["set", "conv-set", "filename=\(path("ir.wav"))"])
         XCTAssertEqual(status, 0, output)
+        let described = try XCTUnwrap(try daemon.nodeProperties("conv-set")).properties
+        XCTAssertEqual(described["convolver.ir"] as? String, path("ir.wav"), "the answer comes with the engine it installed")
+        XCTAssertNotEqual(described["convolver.plan"] as? String, "direct 1", "the answer comes with the engine it installed")
         XCTAssertEqual(try readProps(id)["filename"], "\"\(path("ir.wav"))\"")
 
         (status, output) = try pwConvolver(["set", "nosuch", "gain=1"])
