@@ -32,142 +32,59 @@ public struct JobPoolConfiguration: Sendable {
     public init() {}
 }
 
-/// Helper threads in one `Workgroup` serving K job queues (queue 0 = most urgent).
+/// A user's K job queues (queue 0 = its shortest level's), served by the helpers of a
+/// `HelperGroup`: its own (`init(queueCount:runner:configuration:factory:)`) or the process's
+/// (`ProcessWorkgroup`), where helpers take the job due first across every pool.
 ///
 /// The posting thread records a job (sequence, start, deadline) in the queue's ring and signals the
-/// workgroup. A woken helper claims the most urgent queue with pending work (an atomic flag, so one
-/// queue's jobs run one at a time, in order), runs one job inside a workgroup interval with that
-/// job's deadline, publishes it as completed (release) and posts the queue's done semaphore, then
-/// looks again from the most urgent queue. Jobs are never dropped while the ring has room; a helper
-/// that falls behind makes results late, not lost.
-///
-/// With `ThreadCount.perLevel`, helper `k` serves only queue `k`, woken by that queue's own
-/// semaphore, at a priority falling with `k`.
-///
-/// Helpers keep the pool alive until `stop()`, which the owner must call.
+/// group. Jobs are never dropped while the ring has room; a helper that falls behind makes
+/// results late, not lost. The owner must call `stop()`.
 public final class JobPool: @unchecked Sendable {
-    public let workgroup: Workgroup
+    public let group: HelperGroup
+    public var workgroup: Workgroup { group.workgroup }
     public let queueCount: Int
-    public let threadCount: Int
-    /// One helper per queue (`ThreadCount.perLevel`).
-    public let dedicatedHelpers: Bool
+    public var threadCount: Int { group.threadCount }
+    public var dedicatedHelpers: Bool { group.dedicatedHelpers }
     /// Per queue: intervals, late finishes, margins, busy time of its jobs.
     public let queueStatistics: [IntervalStatistics]
-    /// Whether every helper got SCHED_FIFO (false also when not requested).
-    public private(set) var realtimeGranted = false
+    /// Every job of this pool (in a shared group the workgroup's statistics count every pool's).
+    public let statistics = IntervalStatistics()
+    public var realtimeGranted: Bool { group.realtimeGranted }
 
     private let queues: [JobQueue]
-    // SAFETY: the runner owns the pool (a strong reference back would be a cycle) and stops it
-    // (`stop()` joins every helper) before it is freed, so helpers never see a dangling runner.
-    private unowned(unsafe) let runner: any JobRunner
-    private let factory: any ThreadFactory
-    private var threads: [SpawnedThread] = []
+    /// Ends a shared membership (nil: the group is this pool's own, stopped with it).
+    private let leave: ((JobPool) -> Void)?
+    private var stopped = false
 
-    public init(
+    /// A pool with a group of its own. `runner`: see `init(queueCount:runner:group:leave:)`.
+    public convenience init(
         queueCount: Int, runner: any JobRunner, configuration: JobPoolConfiguration = .init(),
         factory: any ThreadFactory = PthreadThreadFactory()
     ) throws {
-        precondition(queueCount >= 1 && configuration.queueCapacity >= 1)
-        self.queueCount = queueCount
-        self.runner = runner
-        self.factory = factory
-        threadCount = configuration.threadCount.resolved(levelCount: queueCount)
-        dedicatedHelpers = configuration.threadCount == .perLevel
-        workgroup = Workgroup(name: configuration.namePrefix)
-        queues = try (0..<queueCount).map { _ in try JobQueue(capacity: configuration.queueCapacity) }
-        queueStatistics = queues.map(\.statistics)
+        let group = try HelperGroup(
+            slotCount: queueCount, threadCount: configuration.threadCount.resolved(levelCount: queueCount),
+            configuration: configuration, factory: factory)
         do {
-            try startThreads(configuration)
+            try self.init(queueCount: queueCount, runner: runner, group: group, leave: nil)
         } catch {
-            stop()  // release the helpers already started; they hold the pool
+            group.stop()
             throw error
         }
     }
 
-    private func startThreads(_ configuration: JobPoolConfiguration) throws(ThreadError) {
-        let started = Semaphore()
-        var refusal: Int32 = 0
-        for index in 0..<threadCount {
-            let name = String("\(configuration.namePrefix)-\(configuration.role)\(index)".utf8.prefix(15))!
-            let thread = try factory.createThread(name: name) { [self] in
-                nameCurrentThread(name)
-                let token = try? workgroup.join()
-                started.post()
-                if dedicatedHelpers { dedicatedHelperLoop(queue: index) } else { helperLoop() }
-                if let token { try? workgroup.leave(token) }
-            }
-            threads.append(thread)
-            started.wait()
+    /// A pool of `queueCount` slots of `group`. `runner` runs its jobs; its owner keeps it alive
+    /// until `stop()` (the pool does not retain it: the runner usually owns the pool). `leave` is
+    /// called by `stop()` after the queues were taken back (nil: `stop()` stops the group).
+    public init(queueCount: Int, runner: any JobRunner, group: HelperGroup, leave: ((JobPool) -> Void)?) throws {
+        precondition(queueCount >= 1)
+        guard let queues = group.register(count: queueCount, runner: runner, poolStatistics: statistics) else {
+            throw HelperGroupError.noFreeQueues(requested: queueCount)
         }
-        if let priority = configuration.realtimePriority {
-            for (index, thread) in threads.enumerated() {
-                let step = configuration.priorityStepPerQueue
-                let result = factory.acquireRealtime(thread, priority: dedicatedHelpers ? max(priority - step * Int32(index), 1) : priority)
-                if result != 0 { refusal = result }
-            }
-            realtimeGranted = refusal == 0
-            if refusal != 0 {
-                configuration.warn(
-                    "real-time scheduling (SCHED_FIFO priority \(priority)) refused for "
-                        + "helper threads '\(configuration.namePrefix)-\(configuration.role)*': \(String(cString: strerror(refusal))); "
-                        + "they run at normal priority, late levels are more likely")
-            }
-        }
-    }
-
-    /// Helper thread: wait for work, drain the most urgent claimable queue job by job.
-    private func helperLoop() {
-        while workgroup.waitForWork() {
-            runPendingJobs()
-        }
-    }
-
-    /// Dedicated helper of one queue: wait on the queue's own semaphore, run its jobs in order.
-    private func dedicatedHelperLoop(queue index: Int) {
-        let queue = queues[index]
-        while true {
-            queue.work.wait()
-            if workgroup.isCancelled { return }
-            // The only helper of this queue: the claim never fails; kept for the shared code path.
-            while queue.hasPending && queue.claim() {
-                _ = runNextJob(of: queue, index: index)
-                queue.release()
-            }
-        }
-    }
-
-    /// Real-time safe (helper threads): atomics, clock reads, the runner, sem_post.
-    private func runPendingJobs() {
-        scan: while true {
-            for index in 0..<queueCount {
-                let queue = queues[index]
-                guard queue.hasPending, queue.claim() else { continue }
-                let ran = runNextJob(of: queue, index: index)
-                // Release, then rescan: a post that arrived while we held the claim is seen by
-                // this rescan or by the helper its signal wakes (claim and counts are seq-cst).
-                queue.release()
-                if ran { continue scan }
-            }
-            return
-        }
-    }
-
-    private func runNextJob(of queue: JobQueue, index: Int) -> Bool {
-        let completed = queue.completed.load(ordering: .relaxed)
-        guard completed < queue.posted.load(ordering: .sequentiallyConsistent) else { return false }
-        let slot = completed % queue.capacity
-        let start = queue.starts[slot], deadline = queue.deadlines[slot]
-        let began = monotonicNanos()
-        let inInterval = (try? workgroup.startInterval(start: start, deadline: deadline)) != nil
-        runner.runJob(queue: index, sequence: queue.sequences[slot])
-        if inInterval { _ = try? workgroup.finishInterval() }
-        let finished = monotonicNanos()
-        queue.statistics.record(
-            marginNanos: Int64(bitPattern: deadline &- finished),
-            busyNanos: Int64(bitPattern: finished &- began))
-        queue.completed.store(completed + 1, ordering: .releasing)
-        queue.done.post()
-        return true
+        self.group = group
+        self.queueCount = queueCount
+        self.queues = queues
+        self.leave = leave
+        queueStatistics = queues.map(\.statistics)
     }
 
     /// Records job `sequence` of `queue`, available since `start`, due at `deadline` (CLOCK_MONOTONIC
@@ -188,7 +105,7 @@ public final class JobPool: @unchecked Sendable {
         queue.starts[slot] = start
         queue.deadlines[slot] = max(deadline, start &+ 1)
         queue.posted.store(posted + 1, ordering: .sequentiallyConsistent)
-        if dedicatedHelpers { queue.work.post() } else { workgroup.signalWork() }
+        group.signal(queue)
         return true
     }
 
@@ -206,7 +123,7 @@ public final class JobPool: @unchecked Sendable {
         let completed = queue.completed.load(ordering: .relaxed)
         guard completed < queue.posted.load(ordering: .sequentiallyConsistent) else { return false }
         let slot = completed % queue.capacity
-        runner.runJob(queue: index, sequence: queue.sequences[slot])
+        queue.runner?.runJob(queue: index, sequence: queue.sequences[slot])
         queue.completed.store(completed + 1, ordering: .releasing)
         queue.takenBack.wrappingAdd(1, ordering: .relaxed)
         return true
@@ -263,65 +180,22 @@ public final class JobPool: @unchecked Sendable {
         while (0..<queueCount).contains(where: { pendingJobs(queue: $0) > 0 }) { usleep(100) }
     }
 
-    /// Cancels the workgroup and joins every helper: after return no job runs. Pending jobs are
-    /// not run. Not real-time safe. Idempotent.
+    /// Takes the queues back (a job in progress is waited for; pending ones do not run), then
+    /// stops its own group or leaves the shared one. Not real-time safe. Idempotent.
     public func stop() {
-        workgroup.cancel()
-        if dedicatedHelpers { for queue in queues { queue.work.post() } }
-        for thread in threads { factory.joinThread(thread) }
-        threads.removeAll()
+        guard !stopped else { return }
+        stopped = true
+        group.unregister(queues)
+        if let leave { leave(self) } else { group.stop() }
     }
 }
 
-/// One queue's ring of jobs and its counters.
-final class JobQueue: @unchecked Sendable {
-    let capacity: Int
-    /// Jobs posted (written by the posting thread only).
-    let posted = Atomic<Int>(0)
-    /// Jobs completed (written by the helper holding `claimed`).
-    let completed = Atomic<Int>(0)
-    let claimed = Atomic<Bool>(false)
-    let lateResults = Atomic<Int>(0)
-    let droppedJobs = Atomic<Int>(0)
-    let takenBack = Atomic<Int>(0)
-    let done = Semaphore()
-    /// Wakes this queue's dedicated helper (`ThreadCount.perLevel` only).
-    let work = Semaphore()
-    let statistics = IntervalStatistics()
-    // SAFETY: slot `i % capacity` is written by the posting thread before `posted` is published
-    // past `i` (seq-cst store) and read by a helper after loading `posted`; `post` never reuses a
-    // slot before `completed` passed it.
-    let sequences: FixedBuffer<Int>
-    let starts: FixedBuffer<UInt64>
-    let deadlines: FixedBuffer<UInt64>
+public enum HelperGroupError: Error, CustomStringConvertible {
+    case noFreeQueues(requested: Int)
 
-    init(capacity: Int) throws {
-        self.capacity = capacity
-        sequences = try FixedBuffer(repeating: 0, count: capacity)
-        starts = try FixedBuffer(repeating: 0, count: capacity)
-        deadlines = try FixedBuffer(repeating: 0, count: capacity)
-    }
-
-    var hasPending: Bool {
-        posted.load(ordering: .sequentiallyConsistent) > completed.load(ordering: .relaxed)
-    }
-
-    func claim() -> Bool {
-        claimed.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged
-    }
-
-    func release() {
-        claimed.store(false, ordering: .sequentiallyConsistent)
-    }
-
-    /// Post index of the newest job with `sequence` still in the ring (posting thread only).
-    func postIndex(of sequence: Int) -> Int? {
-        let posted = posted.load(ordering: .relaxed)
-        var index = posted - 1
-        while index >= 0 && index >= posted - capacity {
-            if sequences[index % capacity] == sequence { return index }
-            index -= 1
+    public var description: String {
+        switch self {
+        case .noFreeQueues(let requested): "the helper group has fewer than \(requested) free job queues"
         }
-        return nil
     }
 }

@@ -61,6 +61,13 @@ public protocol ThreadFactory: AnyObject, Sendable {
     func acquireRealtime(_ thread: SpawnedThread, priority: Int32) -> Int32
     /// Waits for `thread` to end.
     func joinThread(_ thread: SpawnedThread)
+    /// Factories with the same domain make interchangeable threads: pools of one domain may
+    /// share helpers (`ProcessWorkgroup`). 0: plain pthreads.
+    var domain: UInt { get }
+}
+
+extension ThreadFactory {
+    public var domain: UInt { 0 }
 }
 
 /// Helper threads straight from pthreads; SCHED_FIFO by `pthread_setschedparam` (needs root,

@@ -112,6 +112,14 @@ public final class Workgroup: @unchecked Sendable {
 
     /// Marks the workgroup cancelled: every member waiting in `waitForWork` wakes and gets false,
     /// later `join`s and intervals fail with `.cancelled`. Members still `leave` afterwards.
+    /// As `waitForWork()`, but waits at most until `limit` (CLOCK_MONOTONIC ns): false also when
+    /// the wait timed out.
+    public func waitForWork(untilMonotonic limit: UInt64) -> Bool {
+        if cancelledFlag.load(ordering: .sequentiallyConsistent) { return false }
+        let woken = workAvailable.wait(untilMonotonic: limit)
+        return woken && !cancelledFlag.load(ordering: .sequentiallyConsistent)
+    }
+
     public func cancel() {
         if cancelledFlag.exchange(true, ordering: .sequentiallyConsistent) { return }
         // One wake per member: each member waits at most once more before it sees the flag.
