@@ -19,6 +19,7 @@ enum EngineFactory {
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
         schedulerConfiguration.sampleRate = Double(sampleRate)
         schedulerConfiguration.split = configuration.workgroupSplit
+        schedulerConfiguration.sharedWorkgroup = configuration.workgroupShared
         schedulerConfiguration.warn = { message in PipeWireLog.warning(message) }
         let engineConfiguration = EngineConfiguration(
             expectedBlockSize: expectedBlockSize,

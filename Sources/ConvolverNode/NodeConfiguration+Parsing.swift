@@ -92,6 +92,7 @@ extension NodeConfiguration {
                                 message: "'\(subvalue.text ?? "(not a value)")' is not auto, on or off")
                         }
                         configuration.workgroupSplit = mode
+                    case "shared": configuration.workgroupShared = try boolean(subvalue, "workgroup.shared")
                     default: warnings.append("unknown key 'workgroup.\(subkey)' ignored")
                     }
                 }

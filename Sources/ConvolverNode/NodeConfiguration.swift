@@ -106,6 +106,9 @@ public struct NodeConfiguration: Sendable, Equatable {
     /// Fork-join split of the data thread's own share (the head's per-output work) across split
     /// helpers within each call: `auto` (when its estimated cost exceeds half the quantum), `on`, `off`.
     public var workgroupSplit: SplitMode = .auto
+    /// Level jobs on the process's one workgroup, shared with every node in it (true), or on
+    /// helpers of this node's own (false: the behaviour before it, for comparison).
+    public var workgroupShared = true
     /// Largest partition (level block) size, a power of two.
     public var maxPartitionSize = 16384
     /// Crossfade from the old engine to a new one (new IR or new rate), in seconds; 0 = hard switch.

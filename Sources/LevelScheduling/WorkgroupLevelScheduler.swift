@@ -31,6 +31,11 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// (still waking up), the data thread takes that part back and runs it itself instead of
     /// waiting for the wake-up. Off only in tests that need every part on a helper.
     public var splitTakeBack = true
+    /// Level jobs run on the process's one workgroup (`ProcessWorkgroup`), shared with every other
+    /// node in it, earliest deadline first; false: on helpers of this scheduler's own (the
+    /// behaviour before it, kept for comparison). Not shared either way: `perLevel` helpers, and a
+    /// split node's levels (its split parts must preempt its level jobs: they run a priority lower).
+    public var sharedWorkgroup = true
     /// The rate the split's call period is sized at (setup); cycles carry their own rate.
     public var sampleRate = 48000.0
     /// Where the single "real-time refused" warning goes.
@@ -228,9 +233,13 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         // Below the split helpers when there are any: a part due within this call preempts a level job.
         poolConfiguration.realtimePriority = configuration.realtimePriority.map { splitting ? max($0 - 1, 1) : $0 }
         poolConfiguration.warn = configuration.warn
-        pool = try JobPool(
-            queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration,
-            factory: threadFactory)
+        if configuration.sharedWorkgroup && !splitting && configuration.threadCount != .perLevel {
+            pool = try ProcessWorkgroup.join(
+                queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration, factory: threadFactory)
+        } else {
+            pool = try JobPool(
+                queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration, factory: threadFactory)
+        }
         reportedPool = pool
     }
 
@@ -351,7 +360,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         let split = reportedSplitPool.map { splitPool in
             WorkgroupSchedulerStatistics.Split(
                 partCount: splitPool.queueCount + 1, realtime: splitPool.realtimeGranted,
-                jobs: splitPool.workgroup.statistics.snapshot(),
+                jobs: splitPool.statistics.snapshot(),
                 lateSplits: (0..<splitPool.queueCount).reduce(0) { $0 + splitPool.lateResults(queue: $1) },
                 busyParts: busySplitParts.load(ordering: .relaxed),
                 takenBackParts: (0..<splitPool.queueCount).reduce(0) { $0 + splitPool.takenBackJobs(queue: $1) })
@@ -366,7 +375,7 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted,
-            helpers: pool.workgroup.statistics.snapshot(),
+            helpers: pool.statistics.snapshot(),
             dataThreadLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
                 .init(

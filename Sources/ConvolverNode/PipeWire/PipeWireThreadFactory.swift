@@ -34,6 +34,9 @@ public final class PipeWireThreadFactory: ThreadFactory, @unchecked Sendable {
         return SpawnedThread(rawValue: UInt(bitPattern: Int(bitPattern: thread)))
     }
 
+    /// The thread utils: a process has one context, hence one domain and one shared workgroup.
+    public var domain: UInt { UInt(bitPattern: utils) }
+
     /// Returns 0 or an errno value (PipeWire returns negative errno).
     public func acquireRealtime(_ thread: SpawnedThread, priority: Int32) -> Int32 {
         let result = spa_thread_utils_acquire_rt(utils, spaThread(thread), priority)
