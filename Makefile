@@ -5,7 +5,8 @@
 #   make demo        play a test signal through the node in PipeWire, record it, show `pw-convolver top`
 #   make bench       offline engine benchmark (`pw-convolver bench`, release build)
 #   make bench-live  our node beside filter-chain's convolver in one PipeWire graph (takes ~40 min),
-#                    then bench-graph; `make bench-live PIPEWIRE=1.4` (or 1.6) against that filter-chain
+#                    then bench-graph and bench-workgroup; `make bench-live PIPEWIRE=1.4` (or 1.6) against that filter-chain
+#   make bench-workgroup four nodes in one process, on one shared workgroup and each on its own helpers (~10 min)
 #   make bench-graph filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module (~15 min)
 #   make bench-control how long a filter-chain graph's control takes to be heard (`pw-convolver set`, ~2 min)
 #   make bench-render  `pw-convolver render` beside zita's fconvolver on the same files (~5 min)
@@ -28,7 +29,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-control bench-render soak clean install uninstall
+.PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-workgroup bench-control bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -106,6 +107,11 @@ bench-live: build bench-build
 	command -v perf >/dev/null || $(SUDO) apt-get install -y linux-perf
 	$(PYTHON) scripts/bench-live.py --pipewire $(PIPEWIRE) $(if $(filter-out 1.4,$(PIPEWIRE)),--executable $(BUILD_DIR)/pw-convolver)
 	$(if $(filter 1.6,$(PIPEWIRE)),@echo "bench-live: bench-graph does not run on PipeWire 1.6 yet",$(MAKE) --no-print-directory bench-graph PIPEWIRE=$(PIPEWIRE))
+	$(if $(filter system,$(PIPEWIRE)),$(MAKE) --no-print-directory bench-workgroup,@echo "bench-live: bench-workgroup runs on this system's PipeWire only")
+
+# The multi-node case alone (this system's PipeWire): one process-wide workgroup against a pool per node.
+bench-workgroup: build
+	$(PYTHON) scripts/bench-workgroup.py --executable $(BUILD_DIR)/pw-convolver
 
 # The graph cases alone: filter-chain configs (HeSuVi 7.1, room correction) on filter-chain and on our module.
 bench-graph: bench-build

@@ -358,6 +358,7 @@ public final class ConvolverNode {
             "convolver.late-splits": "\(lateSplitsOfReplacedEngines + (helpers?.split?.lateSplits ?? 0))",
             "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
+            "convolver.workgroup": helpers?.shared == true ? "process \(getpid())" : "node",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
         ]

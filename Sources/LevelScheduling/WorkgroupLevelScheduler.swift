@@ -368,13 +368,13 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         let jobEstimates = levels.map(\.estimatedJobNanoseconds)
         guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(
-                threadCount: 0, realtime: false,
+                threadCount: 0, realtime: false, shared: false,
                 helpers: IntervalStatistics().snapshot(),
                 dataThreadLevelCount: dataThreadLevelCount, levels: [], split: split,
                 splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
-            threadCount: pool.threadCount, realtime: pool.realtimeGranted,
+            threadCount: pool.threadCount, realtime: pool.realtimeGranted, shared: pool.isShared,
             helpers: pool.statistics.snapshot(),
             dataThreadLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
@@ -412,7 +412,9 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
 
     public var threadCount: Int
     public var realtime: Bool
-    /// Every interval of every helper.
+    /// Whether the helpers are the process's workgroup, shared with other nodes (`threadCount` is its size).
+    public var shared: Bool
+    /// This scheduler's level jobs on the helpers (in a shared group, not the other nodes').
     public var helpers: IntervalStatisticsSnapshot
     /// The shortest levels, run on the data thread (not in `levels`).
     public var dataThreadLevelCount: Int
@@ -445,7 +447,8 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var lateSplits: Int { split?.lateSplits ?? 0 }
 
     public var description: String {
-        var first = "helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")), late levels \(lateLevels), \(helpers)"
+        var first =
+            "helpers \(threadCount) (\(realtime ? "SCHED_FIFO" : "normal priority")\(shared ? ", the process's workgroup" : "")), late levels \(lateLevels), \(helpers)"
         if dataThreadLevelCount > 0 { first += ", \(dataThreadLevelCount) level(s) on the data thread" }
         if !splitEstimateNanos.isNaN { first += ", split estimate \(Int(splitEstimateNanos / 1000)) µs per block-start call" }
         if jobEstimatesNanos.contains(where: { !$0.isNaN }) {

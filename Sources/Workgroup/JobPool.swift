@@ -50,6 +50,8 @@ public final class JobPool: @unchecked Sendable {
     /// Every job of this pool (in a shared group the workgroup's statistics count every pool's).
     public let statistics = IntervalStatistics()
     public var realtimeGranted: Bool { group.realtimeGranted }
+    /// Whether the group is the process's, shared with other pools (`ProcessWorkgroup`).
+    public var isShared: Bool { leave != nil }
 
     private let queues: [JobQueue]
     /// Ends a shared membership (nil: the group is this pool's own, stopped with it).

@@ -11,7 +11,8 @@ enum StatusCommand: Command {
         Prints, for each swift-convolver node in the graph (or the one named by its node.name, id or
         object.serial), what it does now: its IR, rate and the quantum its plan is for, the plan, its
         helper threads, its late cycles and levels, the data thread's busy time, its live controls and
-        the answer to the last `pw-convolver set`. All of it is what the node publishes: its
+        the answer to the last `pw-convolver set`; then, once per process whose nodes share its
+        workgroup, its helpers and each node's late levels. All of it is what the node publishes: its
         convolver.* properties (updated every second) and its Props, as pw-dump shows them.
 
         Options:
@@ -43,7 +44,7 @@ enum StatusCommand: Command {
             } else if nodes.isEmpty {
                 print("no swift-convolver node runs in this PipeWire graph")
             } else {
-                print(nodes.map(summary).joined(separator: "\n"))
+                print((nodes.map(summary) + sharedWorkgroups(nodes)).joined(separator: "\n"))
             }
         }
     }
@@ -65,10 +66,24 @@ enum StatusCommand: Command {
         return """
             \(node.name) (id \(node.id)): \(filename ?? property("ir"))
               \(property("rate")) Hz, planned for quantum \(property("plan-quantum")), latency \(property("latency-frames")) frames; plan \(property("plan"))
-              helpers \(helpers)\(helpers == "0" ? "" : property("helper-realtime") == "true" ? " real-time" : " not real-time"), late cycles \(property("late-cycles-own")) own of \(property("late-cycles")), late levels \(property("late-levels")), busy p99 \(property("busy-p99-us")) µs
+              helpers \(helpers)\(helpers == "0" ? "" : property("helper-realtime") == "true" ? " real-time" : " not real-time")\(property("workgroup").hasPrefix("process") ? " (the \(property("workgroup"))'s workgroup)" : ""), late cycles \(property("late-cycles-own")) own of \(property("late-cycles")), late levels \(property("late-levels")), busy p99 \(property("busy-p99-us")) µs
               \(node.controls.map { "\($0.key)=\(text($0.value))" }.joined(separator: " "))
               last set: \(node.properties["convolver.control-answer"] ?? "none")
             """
+    }
+
+    /// One line per process whose nodes share its workgroup: its helpers once, each node's late levels.
+    private static func sharedWorkgroups(_ nodes: [ConvolverNodeState]) -> [String] {
+        let shared = Dictionary(grouping: nodes.filter { $0.properties["convolver.workgroup"]?.hasPrefix("process ") == true }) {
+            $0.properties["convolver.workgroup"] ?? ""
+        }
+        return shared.keys.sorted().map { process in
+            let members = shared[process] ?? []
+            let helpers = members.first?.properties["convolver.helper-threads"] ?? "?"
+            let lateLevels = members.map { "\($0.name) \($0.properties["convolver.late-levels"] ?? "?")" }
+            return "workgroup of \(process): \(helpers) helpers shared by \(members.count) node(s); late levels: "
+                + lateLevels.joined(separator: ", ")
+        }
     }
 
     /// Strict JSON: properties as pw-dump's strings, Props values as numbers, booleans or strings.

@@ -60,6 +60,12 @@ final class SharedWorkgroupTests: XCTestCase {
         XCTAssertEqual(try helperCount("conv-b"), "2")
         XCTAssertEqual(helperThreads(of: client), ["swconv-helper0", "swconv-helper1"], "one group of two, not 1 + 2")
         let idB = try XCTUnwrap(try daemon.nodeProperties("conv-b")).id
+        let process = "process \(client.process.processIdentifier)"
+        XCTAssertEqual(try daemon.nodeProperties("conv-a")?.properties["convolver.workgroup"] as? String, process)
+        let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "status"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.contains("helpers 2 real-time (the \(process)'s workgroup)"), output)
+        XCTAssertTrue(output.contains("workgroup of \(process): 2 helpers shared by 2 node(s); late levels: conv-a 0, conv-b 0"), output)
 
         try TestSignals.write(TestSignals.noise(seconds: 6), to: path("input.wav"))
         var swaps = 0
@@ -94,5 +100,9 @@ final class SharedWorkgroupTests: XCTestCase {
         XCTAssertTrue(
             waitUntil(timeout: 10) { (try? self.helperCount("conv-a")) == "1" }, "conv-a: \(String(describing: try? helperCount("conv-a")))")
         XCTAssertEqual(try helperCount("conv-b"), "2")
+        XCTAssertEqual(try daemon.nodeProperties("conv-a")?.properties["convolver.workgroup"] as? String, "node")
+        let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "status"])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertFalse(output.contains("workgroup of process"), output)
     }
 }
