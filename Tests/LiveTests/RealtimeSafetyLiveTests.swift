@@ -6,6 +6,7 @@ import XCTest
 /// armed; then, while audio plays, Props, the quantum and the IR change; the counts of malloc-family
 /// calls and mutex locks on PipeWire's data thread and on our helper threads must be zero, and the
 /// FTZ/DAZ bits must be set on those threads whenever they read the clock (denormals flushed).
+/// A second node in the same process, fed by the first, posts to the same process-wide workgroup.
 /// A second test runs the node with its allocating fault (`test.fault = allocate-in-process`) and
 /// shows the counter sees it.
 ///
@@ -34,10 +35,17 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 96000), to: path("ir-a.wav"))
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 60000).map { $0.map { -0.8 * $0 } }, to: path("ir-b.wav"))
         try TestSignals.write(TestSignals.noise(seconds: warmUp + seconds + 2, leadOut: 0.5), to: path("input.wav"))
+        // A second node in the process, fed by the first: both post to the process's one workgroup.
         let host = try RealtimeCheckHost(
             daemon: daemon, name: "conv-rt",
-            arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"")
+            arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"",
+            moreNodes: ["node.name = conv-rt-b audio.position = [ FL FR ] filename = \"\(path("ir-b.wav"))\" workgroup = { threads = 2 }"])
         defer { host.client.stop() }
+        try daemon.waitForPorts(ofNode: "conv-rt-b", count: 4, timeout: 30)
+        for channel in ["FL", "FR"] {
+            let (status, output) = try daemon.run(["pw-link", "conv-rt:output_\(channel)", "conv-rt-b:input_\(channel)"])
+            XCTAssertEqual(status, 0, output)
+        }
         let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).id
 
         var report: RealtimeCheckReport?
@@ -82,6 +90,9 @@ final class RealtimeSafetyLiveTests: XCTestCase {
                 .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
         XCTAssertEqual("\(statistics["convolver.ir"] ?? "")", lastImpulse, "the IR changes reached the node")
         XCTAssertGreaterThanOrEqual(changes["impulse", default: 0], 1)
+        let second = try XCTUnwrap(try daemon.nodeProperties("conv-rt-b")).properties
+        XCTAssertEqual("\(second["convolver.workgroup"] ?? "")", "\(statistics["convolver.workgroup"] ?? "-")", "one workgroup")
+        XCTAssertGreaterThan(Int("\(second["convolver.calls"] ?? "0")") ?? 0, 1000, "the second node ran")
 
         result.assertRealtimeSafe()
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
@@ -135,13 +146,14 @@ final class RealtimeCheckHost {
     /// `launcher`: a command put before `pipewire` (e.g. `setpriv` to refuse real-time).
     /// `portCount`: the node's ports to wait for (4 for a stereo filter).
     init(
-        daemon: PrivatePipeWire, name: String, arguments: String, extraEnvironment: [String: String] = [:],
+        daemon: PrivatePipeWire, name: String, arguments: String, moreNodes: [String] = [], extraEnvironment: [String: String] = [:],
         launcher: [String] = [], portCount: Int = 4
     ) throws {
         let library = try Self.library.get()
         outputPath = daemon.runtimeDirectory + "/\(name)-realtime-check.txt"
         let configurationPath = daemon.runtimeDirectory + "/\(name).conf"
-        try ModuleClient.configuration(arguments: arguments).write(toFile: configurationPath, atomically: true, encoding: .utf8)
+        try ModuleClient.configuration(arguments: arguments, moreNodes: moreNodes)
+            .write(toFile: configurationPath, atomically: true, encoding: .utf8)
         var environment = extraEnvironment
         environment["LD_PRELOAD"] = library
         environment["REALTIME_CHECK_OUTPUT"] = outputPath

@@ -5,16 +5,17 @@ import Foundation
 /// the same way pipewire-conf/swift-convolver.conf does.
 enum ModuleClient {
     /// `contextProperties`: more `context.properties` (e.g. `default.clock.rate = 44100`, the rate
-    /// the node starts at).
-    static func configuration(arguments: String, contextProperties: String = "") -> String {
-        """
-        context.properties = { log.level = 3 \(contextProperties) }
-        context.spa-libs = \(spaLibraries)
-        context.modules = [
-        \(clientModules)
-            { name = libpipewire-module-swift-convolver args = { \(arguments) } }
-        ]
-        """
+    /// the node starts at). `moreNodes`: the arguments of more convolver modules in the same process.
+    static func configuration(arguments: String, contextProperties: String = "", moreNodes: [String] = []) -> String {
+        let modules = ([arguments] + moreNodes).map { "    { name = libpipewire-module-swift-convolver args = { \($0) } }" }
+        return """
+            context.properties = { log.level = 3 \(contextProperties) }
+            context.spa-libs = \(spaLibraries)
+            context.modules = [
+            \(clientModules)
+            \(modules.joined(separator: "\n"))
+            ]
+            """
     }
 
     private static let spaLibraries = "{ audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }"
