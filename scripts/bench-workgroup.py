@@ -19,6 +19,7 @@ node's own late cycles in each mode.
 
   /usr/bin/python3 scripts/bench-workgroup.py                           # 20 s x 2 rounds at 256, 60 s at 64
   /usr/bin/python3 scripts/bench-workgroup.py --seconds 10 --rounds 1 --late-seconds 10   # a smoke run
+  /usr/bin/python3 scripts/bench-workgroup.py --threads 3 --rounds 4    # pools of 3 helpers per node on 2 CPUs
 """
 import argparse
 import importlib.util
@@ -72,8 +73,9 @@ def write_impulses(directory, executable):
     }
 
 
-def module_arguments(node, directory, entries, shared, record):
-    name = f"node.name = wg-{node} workgroup = {{ shared = {'true' if shared else 'false'} }} test.record-calls = \"{record}\""
+def module_arguments(node, directory, entries, shared, record, threads):
+    workgroup = f"workgroup = {{ shared = {'true' if shared else 'false'} threads = {threads} }}"
+    name = f"node.name = wg-{node} {workgroup} test.record-calls = \"{record}\""
     if node == "reverb":
         return f'{name} filename = "{directory}/reverb.wav" audio.position = [ FL FR ]'
     if node == "sofa":
@@ -83,9 +85,9 @@ def module_arguments(node, directory, entries, shared, record):
     return f"{name} audio.position = [ {' '.join(positions)} ] output.position = [ FL FR ] impulses = [ {matrix} ]"
 
 
-def client_config(directory, entries, shared, records):
+def client_config(directory, entries, shared, records, threads):
     modules = "\n".join(f"  {{ name = libpipewire-module-swift-convolver args = {{ "
-                        f"{module_arguments(node, directory, entries, shared, records[node])} }} }}" for node in NODES)
+                        f"{module_arguments(node, directory, entries, shared, records[node], threads)} }} }}" for node in NODES)
     return f"""
 context.properties = {{ log.level = 2 }}
 context.spa-libs = {{ audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }}
@@ -115,13 +117,13 @@ def helper_threads(pid):
     return sum(name.startswith("swconv-helper") for name in names)
 
 
-def run_mode(graph, directory, entries, shared, quantum, seconds, executable, tag):
+def run_mode(graph, directory, entries, shared, quantum, seconds, executable, threads, tag):
     """Plays noise through the four nodes in one process; the measurements of one mode."""
     tag = f"{tag}-{'shared' if shared else 'separate'}-{quantum}-{time.monotonic_ns() % 100000}"
     records = {node: os.path.join(directory, f"calls-{node}-{tag}.f32") for node in NODES}
     conf = os.path.join(directory, f"{tag}.conf")
     with open(conf, "w") as out:
-        out.write(client_config(directory, entries, shared, records))
+        out.write(client_config(directory, entries, shared, records, threads))
     graph.run("pw-metadata", "-n", "settings", "0", "clock.force-quantum", str(quantum))
     process = graph.start(["pipewire", "-c", conf], f"{tag}.log")
     try:
@@ -213,6 +215,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=2, help="rounds, the modes' order alternating (default 2)")
     parser.add_argument("--late-quantum", type=int, default=64)
     parser.add_argument("--late-seconds", type=float, default=60, help="0: no late run")
+    parser.add_argument("--threads", default="auto",
+                        help="each node's workgroup.threads (default auto: online CPUs - 1); more than the machine "
+                        "has shows what separate pools cost where a desktop's cores are many")
     parser.add_argument("--executable", default=os.path.join(ROOT, ".build/release/pw-convolver"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = parser.parse_args()
@@ -227,11 +232,11 @@ def main():
     try:
         entries = write_impulses(directory, args.executable)
         print(f"four nodes in one process at quantum {args.quantum}, {args.seconds:g} s, {args.rounds} round(s); "
-              f"{os.cpu_count()} CPUs")
+              f"{os.cpu_count()} CPUs; workgroup.threads = {args.threads} per node")
         for round_index in range(args.rounds):
             order = [True, False] if round_index % 2 == 0 else [False, True]
             results = {shared: run_mode(graph, directory, entries, shared, args.quantum, args.seconds, args.executable,
-                                        f"r{round_index}") for shared in order}
+                                        args.threads, f"r{round_index}") for shared in order}
             for shared in order:
                 print(f"round {round_index + 1} {'shared  ' if shared else 'separate'}: {describe(results[shared])}")
             ratios["cpu"].append(results[True]["cpu"] / results[False]["cpu"])
@@ -242,7 +247,8 @@ def main():
               + ", ".join(f"{node} {statistics.median(ratios[node]):.2f}x" for node in NODES))
         if args.late_seconds > 0:
             for shared in (True, False):
-                result = run_mode(graph, directory, entries, shared, args.late_quantum, args.late_seconds, args.executable, "late")
+                result = run_mode(graph, directory, entries, shared, args.late_quantum, args.late_seconds, args.executable,
+                                  args.threads, "late")
                 print(f"quantum {args.late_quantum}, {args.late_seconds:g} s, {'shared  ' if shared else 'separate'}: "
                       f"{describe(result)}")
     finally:

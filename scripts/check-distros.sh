@@ -22,7 +22,7 @@ for name in "${roots[@]}"; do
         make deb
         apt-get install -y --reinstall ./.build/dist/swift-convolver_*_amd64.deb
         scripts/check-installed.sh
-        swift build -c release -Xswiftc -enable-testing --build-tests
+        swift build -c release -Xswiftc -enable-testing --build-tests --disable-swift-testing
         swift test -c release -Xswiftc -enable-testing --skip-build --disable-swift-testing \
             --filter "ConvolutionTests|WorkgroupTests|LevelSchedulingTests"
         apt-get remove -y swift-convolver

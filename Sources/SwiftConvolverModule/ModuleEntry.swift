@@ -6,7 +6,7 @@ import ConvolverNode
 /// A zero-latency partitioned convolver as a PipeWire node: live audio convolved with impulse
 /// responses (reverbs, room and speaker correction FIRs, cabinets, true stereo, multichannel,
 /// HRTF sets) for any IR length and any quantum. The head of the IR runs in the graph cycle; the
-/// long tail runs on the node's own workgroup of real-time helper threads.
+/// long tail runs on the process's workgroup of real-time helper threads.
 ///
 /// docs/module.md's "Module" section (the man page) tells each option at length; this is its summary. The module's
 /// `module.usage` (`pw-cli info <module id>`) is generated from the options list below at build
@@ -56,9 +56,11 @@ import ConvolverNode
 ///   rate), 0..10 s. Default 50 ms.
 /// - `crossfade.shape=<equal-power|linear>`: its shape. Default `equal-power` (`linear` for a
 ///   SOFA set).
-/// - `workgroup={ threads=<auto|n> rt.prio=<0..99> split=<auto|on|off> }`: the helper threads
-///   (`auto` = cores − 1), their SCHED_FIFO priority (0 = just below the data thread) and whether
-///   the data thread's share is split across helpers. Default `{ threads=auto rt.prio=0 split=auto }`.
+/// - `workgroup={ threads=<auto|n> rt.prio=<0..99> split=<auto|on|off> shared=<true|false> }`: the
+///   helper threads (`auto` = cores − 1), their SCHED_FIFO priority (0 = just below the data
+///   thread), whether the data thread's share is split across helpers, and whether they are the
+///   process's one workgroup, shared with its other nodes. Default
+///   `{ threads=auto rt.prio=0 split=auto shared=true }`.
 /// - `partition={ max=<256..65536> }`: the largest partition, a power of two. Default 16384.
 /// - `target.object=<node name|serial>`: where a session manager sends the output.
 /// - `capture.props={ ... }`, `playback.props={ ... }`: the two streams' properties, as

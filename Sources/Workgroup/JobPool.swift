@@ -89,6 +89,9 @@ public final class JobPool: @unchecked Sendable {
         queueStatistics = queues.map(\.statistics)
     }
 
+    /// A pool dropped without `stop()` must not leave its queues to helpers that would call a freed runner.
+    deinit { stop() }
+
     /// Records job `sequence` of `queue`, available since `start`, due at `deadline` (CLOCK_MONOTONIC
     /// ns), and wakes a helper. Returns false (and counts it in `droppedJobs`) only if the queue
     /// already holds `queueCapacity` unfinished jobs. One posting thread per pool.
