@@ -79,6 +79,17 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # An IR this short costs next to nothing: a run with it measures a system's floor (see print_above_floor).
 FLOOR_IR_SECONDS = 0.001
 PROFILE_PERIOD_NS = 50_000  # perf: one sample per 50 µs of a process's CPU time
+# A `pipewire -c` client process's config up to its own modules: real-time threads, the protocol,
+# client nodes and the adapter; the modules measured follow, then "]".
+CLIENT_MODULES = """context.properties = { log.level = 2 }
+context.spa-libs = { audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }
+context.modules = [
+  { name = libpipewire-module-rt args = { nice.level = -11 rt.prio = 88 rtkit.enabled = false rtportal.enabled = false }
+     flags = [ ifexists nofail ] }
+  { name = libpipewire-module-protocol-native }
+  { name = libpipewire-module-client-node }
+  { name = libpipewire-module-adapter }
+"""
 JUDGE_RECORD = os.path.join(ROOT, "Tests/LiveTests/Support/judge_record.py")
 SYNC_RECORDER = os.path.join(ROOT, "Tests/SyncRecorder/sync_record.c")
 
@@ -216,15 +227,7 @@ def filter_chain_config(path, ir_path, tag):
     """A `pipewire -c` client process running filter-chain's builtin convolver, one per channel."""
     with open(path, "w") as conf:
         conf.write(f"""
-context.properties = {{ log.level = 2 }}
-context.spa-libs = {{ audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }}
-context.modules = [
-  {{ name = libpipewire-module-rt args = {{ nice.level = -11 rt.prio = 88 rtkit.enabled = false rtportal.enabled = false }}
-     flags = [ ifexists nofail ] }}
-  {{ name = libpipewire-module-protocol-native }}
-  {{ name = libpipewire-module-client-node }}
-  {{ name = libpipewire-module-adapter }}
-  {{ name = libpipewire-module-filter-chain
+{CLIENT_MODULES}  {{ name = libpipewire-module-filter-chain
      args = {{
        node.description = "filter-chain convolver"
        filter.graph = {{

@@ -88,18 +88,7 @@ def module_arguments(node, directory, entries, shared, record, threads):
 def client_config(directory, entries, shared, records, threads):
     modules = "\n".join(f"  {{ name = libpipewire-module-swift-convolver args = {{ "
                         f"{module_arguments(node, directory, entries, shared, records[node], threads)} }} }}" for node in NODES)
-    return f"""
-context.properties = {{ log.level = 2 }}
-context.spa-libs = {{ audio.convert.* = audioconvert/libspa-audioconvert  support.* = support/libspa-support }}
-context.modules = [
-  {{ name = libpipewire-module-rt args = {{ nice.level = -11 rt.prio = 88 rtkit.enabled = false rtportal.enabled = false }}
-    flags = [ ifexists nofail ] }}
-  {{ name = libpipewire-module-protocol-native }}
-  {{ name = libpipewire-module-client-node }}
-  {{ name = libpipewire-module-adapter }}
-{modules}
-]
-"""
+    return live.CLIENT_MODULES + modules + "\n]\n"
 
 
 def input_ports(node):
