@@ -125,16 +125,24 @@ public final class NodeControlClient {
         nodes.values.compactMap(\.state).sorted { $0.id < $1.id }
     }
 
-    /// The node named (node.name), numbered (id) or serial (object.serial) `name`; it must be a
+    /// The node numbered (id), named (node.name) or serial (object.serial) `name`; it must be a
     /// swift-convolver node.
     public func convolverNode(_ name: String) throws(NodeControlError) -> ConvolverNodeState {
-        let matches = nodes.values.filter { node in
-            "\(node.id)" == name || node.properties[PW_KEY_NODE_NAME] == name || node.properties[PW_KEY_OBJECT_SERIAL] == name
-        }
-        guard let match = matches.first else { throw .noSuchNode(name, convolverNodes: convolverNodes.map(\.name)) }
-        guard matches.count == 1 else { throw .ambiguous(name, ids: matches.map(\.id).sorted()) }
+        let ids = Self.nodeIDs(matching: name, among: nodes.values.map { ($0.id, $0.properties) })
+        guard let id = ids.first, let match = nodes[id] else { throw .noSuchNode(name, convolverNodes: convolverNodes.map(\.name)) }
+        guard ids.count == 1 else { throw .ambiguous(name, ids: ids) }
         guard let state = match.state else { throw .notAConvolver(name) }
         return state
+    }
+
+    /// The ids `name` picks: the node with that id, else the nodes with that node.name, else the
+    /// one with that object.serial. Ids and serials are both small numbers: an id must not also
+    /// pick the node whose serial it happens to equal.
+    static func nodeIDs(matching name: String, among nodes: [(id: UInt32, properties: [String: String])]) -> [UInt32] {
+        let byID = nodes.filter { "\($0.id)" == name }
+        let byName = nodes.filter { $0.properties[PW_KEY_NODE_NAME] == name }
+        let bySerial = nodes.filter { $0.properties[PW_KEY_OBJECT_SERIAL] == name }
+        return ([byID, byName, bySerial].first { !$0.isEmpty } ?? []).map(\.id).sorted()
     }
 
     /// Sends `params` as the node's Props and runs `mainLoop` until the node answers them; returns
