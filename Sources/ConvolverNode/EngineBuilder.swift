@@ -5,7 +5,10 @@ import Synchronization
 
 /// Builds engines off the main loop: loading, resampling and FFT planning of a long IR take up to
 /// seconds, and in the daemon the main loop serves every client. One build at a time, in request
-/// order; results wait in a mailbox until the main loop, woken by `notify`, takes them.
+/// order; results wait in a mailbox until the main loop, woken by `notify`, takes them. An IR
+/// build still queued when a newer one is asked for is skipped: the newer one carries its change
+/// (Props build on the pending IR), and a source moved every 100 ms must not queue up builds that
+/// the node's teardown would then wait for.
 final class EngineBuilder: @unchecked Sendable {
     enum Purpose {
         /// The graph runs at a new rate: same configuration.
@@ -33,6 +36,13 @@ final class EngineBuilder: @unchecked Sendable {
     private let group = DispatchGroup()
     /// Guards `completions` between the worker and the main loop (never the data thread).
     private let completions = Mutex<[Completion]>([])
+    /// Set by `finish()`: builds still queued are skipped.
+    private let finishing = Atomic<Bool>(false)
+    /// The number of the newest `.impulseResponse` request (main loop writes, worker reads).
+    private let newestImpulseRequest = Atomic<Int>(0)
+    private var requestCount = 0
+    /// Only the worker uses it.
+    private let hrtfSets = HRTFSetCache()
     // SAFETY: the context outlives the builder: the node waits for the worker in `destroy()`,
     // before its owner destroys the context.
     private let context: OpaquePointer?
@@ -46,16 +56,22 @@ final class EngineBuilder: @unchecked Sendable {
 
     /// Main loop: queues a build.
     func request(_ request: Request) {
+        requestCount += 1
+        let number = requestCount
+        if request.purpose == .impulseResponse { newestImpulseRequest.store(number, ordering: .relaxed) }
         queue.async(group: group) { [self] in
+            if finishing.load(ordering: .relaxed) { return }
+            if request.purpose == .impulseResponse && number < newestImpulseRequest.load(ordering: .relaxed) { return }
             let result: Result<EngineSlot, ConvolverNodeError>
             do throws(ConvolverNodeError) {
                 result = .success(
                     try EngineFactory.makeSlot(
                         request.configuration, sampleRate: request.sampleRate,
-                        expectedBlockSize: request.expectedBlockSize, context: context))
+                        expectedBlockSize: request.expectedBlockSize, context: context, hrtfSets: hrtfSets))
             } catch {
                 result = .failure(error)
             }
+            hrtfSets.buildEnded()
             completions.withLock { $0.append(Completion(request: request, result: result)) }
             notify()
         }
@@ -69,8 +85,9 @@ final class EngineBuilder: @unchecked Sendable {
         }
     }
 
-    /// Waits for the build in progress and any queued (teardown), then returns what they made.
+    /// Waits for the build in progress (teardown; queued ones are skipped), then returns what was made.
     func finish() -> [Completion] {
+        finishing.store(true, ordering: .relaxed)
         group.wait()
         return takeCompletions()
     }

@@ -9,11 +9,12 @@ enum EngineFactory {
     /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
     /// Slow (file I/O, resampling, FFT planning): never on the data thread.
     /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
+    /// `hrtfSets`: SOFA files read by earlier builds (a fresh cache reads them again).
     static func makeSlot(
         _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
-        context: OpaquePointer?
+        context: OpaquePointer?, hrtfSets: HRTFSetCache = HRTFSetCache()
     ) throws(ConvolverNodeError) -> EngineSlot {
-        let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate)
+        let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate, hrtfSets: hrtfSets)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
@@ -48,11 +49,11 @@ enum EngineFactory {
     /// The matrix the engine runs: `makeMatrix`'s, with `autogain` applied (its gains in dB), and
     /// the latency the node reports for it.
     static func preparedMatrix(
-        _ configuration: NodeConfiguration, sampleRate: Int
+        _ configuration: NodeConfiguration, sampleRate: Int, hrtfSets: HRTFSetCache = HRTFSetCache()
     )
         throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?)
     {
-        var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
+        var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate, hrtfSets: hrtfSets)
         let declared = configuration.graph?.declaredLatencyFrames(sampleRate: sampleRate).map(IRLatency.samples)
         let latencyFrames = reportedLatency(declared ?? configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
         guard configuration.autogain else { return (matrix, latencyFrames, nil) }
@@ -82,14 +83,14 @@ enum EngineFactory {
     /// aligned and the graph can compensate one latency.
     static func makeMatrix(
         _ configuration: NodeConfiguration,
-        sampleRate: Int
+        sampleRate: Int, hrtfSets: HRTFSetCache = HRTFSetCache()
     ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let channelCount = configuration.channelCount
         if let graph = configuration.graph {
-            return (try graphMatrix(graph, configuration, sampleRate: sampleRate), 0)
+            return (try graphMatrix(graph, configuration, sampleRate: sampleRate, hrtfSets: hrtfSets), 0)
         }
         if configuration.isSOFA, let filename = configuration.filename {
-            return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
+            return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate, hrtfSets: hrtfSets)
         }
         if configuration.impulses.isEmpty, let filename = configuration.filename {
             let options = loadOptions(
@@ -131,10 +132,9 @@ enum EngineFactory {
     /// index) modulo the file's channels, as filter-chain does. A spatializer's HRTF set is read
     /// as filter-chain's reads it (libmysofa's `mysofa_open` at the graph's rate), once per file.
     static func graphMatrix(
-        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
+        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int, hrtfSets: HRTFSetCache
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         var loaded: [String: ImpulseResponse] = [:]
-        var sets: [String: HRTFSet] = [:]
         let rules = FilterChainRules.running
         return try graph.matrix(
             inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
@@ -158,15 +158,10 @@ enum EngineFactory {
                 return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
             case .ear(let spatializer, let right):
                 let set: HRTFSet
-                if let cached = sets[spatializer.filename] {
-                    set = cached
-                } else {
-                    do {
-                        set = try HRTFSet(path: spatializer.filename, normalizedAt: Double(sampleRate))
-                    } catch {
-                        throw .impulseResponse(key: "filter.graph node '\(node)' filename", message: "\(error)", errno: EINVAL)
-                    }
-                    sets[spatializer.filename] = set
+                do {
+                    set = try hrtfSets.set(path: spatializer.filename, normalizedAt: Double(sampleRate))
+                } catch {
+                    throw .impulseResponse(key: "filter.graph node '\(node)' filename", message: "\(error)", errno: EINVAL)
                 }
                 let ears = set.filters(for: spatializer.direction)
                 return (right ? ears.right : ears.left).map(Double.init)
@@ -178,10 +173,12 @@ enum EngineFactory {
     /// turned by `sofa`; LFE unfiltered), resampled like any IR and aligned to one resampler delay.
     static func makeHRTFMatrix(
         _ configuration: NodeConfiguration, path: String,
-        sampleRate: Int
+        sampleRate: Int, hrtfSets: HRTFSetCache
     ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let set: HRTFSet
-        do { set = try HRTFSet(path: path) } catch { throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL) }
+        do { set = try hrtfSets.set(path: path, normalizedAt: nil) } catch {
+            throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
+        }
         let options = loadOptions(
             configuration, offset: configuration.offset, length: configuration.length,
             delay: configuration.delay)
