@@ -31,6 +31,7 @@ public final class ConvolverNode {
     private var wakeEvent: UnsafeMutablePointer<spa_source>?
     private var controls: LiveControls
     private var lastPublished: [String: String] = [:]
+    private var helperLoad = HelperLoad()
     private var controlAnswers = ControlAnswers()
     /// The process latency last reported to the graph (nil: not yet).
     private var publishedLatencyFrames: Int?
@@ -345,6 +346,7 @@ public final class ConvolverNode {
         let busy = realtime.statistics.drainBusy()
         let helpers = newestSlot?.schedulerStatistics()
         let marginP99 = helpers?.helpers.p99MarginNanos.map { String(cFormat: "%.1f", Double($0) / 1000) } ?? "none"
+        let load = helperLoad.percent(busyNanos: helpers?.groupBusyNanos ?? 0, threads: helpers?.threadCount ?? 0, now: monotonicNanos())
         var values: [String: String] = [
             "convolver.calls": "\(realtime.statistics.calls.load(ordering: .relaxed))",
             "convolver.late-cycles": "\(realtime.statistics.lateCycles.load(ordering: .relaxed))",
@@ -359,6 +361,7 @@ public final class ConvolverNode {
             "convolver.helper-threads": "\(helpers?.threadCount ?? 0)",
             "convolver.helper-realtime": "\(helpers?.realtime ?? false)",
             "convolver.workgroup": helpers?.shared == true ? "process \(getpid())" : "node",
+            "convolver.helper-load-percent": load.map { String(cFormat: "%.1f", $0) } ?? "0.0",
             "convolver.swaps": "\(realtime.swaps.load(ordering: .relaxed))",
             "convolver.crossfades": "\(realtime.crossfades.load(ordering: .relaxed))",
         ]

@@ -369,13 +369,13 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         guard let pool = reportedPool else {
             return WorkgroupSchedulerStatistics(
                 threadCount: 0, realtime: false, shared: false,
-                helpers: IntervalStatistics().snapshot(),
+                helpers: IntervalStatistics().snapshot(), groupBusyNanos: 0,
                 dataThreadLevelCount: dataThreadLevelCount, levels: [], split: split,
                 splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }
         return WorkgroupSchedulerStatistics(
             threadCount: pool.threadCount, realtime: pool.realtimeGranted, shared: pool.isShared,
-            helpers: pool.statistics.snapshot(),
+            helpers: pool.statistics.snapshot(), groupBusyNanos: pool.group.busyNanos.load(ordering: .relaxed),
             dataThreadLevelCount: dataThreadLevelCount,
             levels: (0..<pool.queueCount).map { queue in
                 .init(
@@ -416,6 +416,8 @@ public struct WorkgroupSchedulerStatistics: Sendable, CustomStringConvertible {
     public var shared: Bool
     /// This scheduler's level jobs on the helpers (in a shared group, not the other nodes').
     public var helpers: IntervalStatisticsSnapshot
+    /// Every job's busy time on the helpers so far, ns: in a shared group every node's.
+    public var groupBusyNanos: Int64
     /// The shortest levels, run on the data thread (not in `levels`).
     public var dataThreadLevelCount: Int
     /// The levels run on the helpers, shortest first.

@@ -16,6 +16,8 @@ public final class HelperGroup: @unchecked Sendable {
     /// One helper per slot (`ThreadCount.perLevel`).
     public let dedicatedHelpers: Bool
     let slots: [JobQueue]
+    /// Time the helpers spent running jobs, every pool's, ns (a load is its growth over threads × time).
+    public let busyNanos = Atomic<Int64>(0)
 
     private let configuration: JobPoolConfiguration
     private let factory: any ThreadFactory
@@ -192,6 +194,7 @@ public final class HelperGroup: @unchecked Sendable {
         let margin = Int64(bitPattern: deadline &- finished), busy = Int64(bitPattern: finished &- began)
         queue.statistics.record(marginNanos: margin, busyNanos: busy)
         queue.poolStatistics.record(marginNanos: margin, busyNanos: busy)
+        busyNanos.wrappingAdd(busy, ordering: .relaxed)
         queue.completed.store(completed + 1, ordering: .releasing)
         queue.done.post()
         return true

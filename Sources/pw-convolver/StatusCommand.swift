@@ -66,13 +66,13 @@ enum StatusCommand: Command {
         return """
             \(node.name) (id \(node.id)): \(filename ?? property("ir"))
               \(property("rate")) Hz, planned for quantum \(property("plan-quantum")), latency \(property("latency-frames")) frames; plan \(property("plan"))
-              helpers \(helpers)\(helpers == "0" ? "" : property("helper-realtime") == "true" ? " real-time" : " not real-time")\(property("workgroup").hasPrefix("process") ? " (the \(property("workgroup"))'s workgroup)" : ""), late cycles \(property("late-cycles-own")) own of \(property("late-cycles")), late levels \(property("late-levels")), busy p99 \(property("busy-p99-us")) µs
+              helpers \(helpers)\(helpers == "0" ? "" : property("helper-realtime") == "true" ? " real-time" : " not real-time")\(property("workgroup").hasPrefix("process") ? " (the \(property("workgroup"))'s workgroup)" : "")\(helpers == "0" ? "" : " load \(property("helper-load-percent"))%"), late cycles \(property("late-cycles-own")) own of \(property("late-cycles")), late levels \(property("late-levels")), busy p99 \(property("busy-p99-us")) µs
               \(node.controls.map { "\($0.key)=\(text($0.value))" }.joined(separator: " "))
               last set: \(node.properties["convolver.control-answer"] ?? "none")
             """
     }
 
-    /// One line per process whose nodes share its workgroup: its helpers once, each node's late levels.
+    /// One line per process whose nodes share its workgroup: its helpers and their load once, each node's late levels.
     private static func sharedWorkgroups(_ nodes: [ConvolverNodeState]) -> [String] {
         let shared = Dictionary(grouping: nodes.filter { $0.properties["convolver.workgroup"]?.hasPrefix("process ") == true }) {
             $0.properties["convolver.workgroup"] ?? ""
@@ -80,8 +80,9 @@ enum StatusCommand: Command {
         return shared.keys.sorted().map { process in
             let members = shared[process] ?? []
             let helpers = members.first?.properties["convolver.helper-threads"] ?? "?"
+            let load = members.first?.properties["convolver.helper-load-percent"] ?? "?"
             let lateLevels = members.map { "\($0.name) \($0.properties["convolver.late-levels"] ?? "?")" }
-            return "workgroup of \(process): \(helpers) helpers shared by \(members.count) node(s); late levels: "
+            return "workgroup of \(process): \(helpers) helpers shared by \(members.count) node(s), load \(load)%; late levels: "
                 + lateLevels.joined(separator: ", ")
         }
     }

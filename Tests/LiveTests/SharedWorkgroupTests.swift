@@ -51,6 +51,16 @@ final class SharedWorkgroupTests: XCTestCase {
         try daemon.nodeProperties(node)?.properties["convolver.helper-threads"].map { "\($0)" }
     }
 
+    /// The load `pw-convolver status` prints on the workgroup's line for `process`.
+    private func groupLoad(process: String) throws -> Double? {
+        let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "status"])
+        XCTAssertEqual(status, 0, output)
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("workgroup of \(process):") }),
+            let range = line.range(of: #"load [0-9.]+%"#, options: .regularExpression)
+        else { return nil }
+        return Double(line[range].dropFirst(5).dropLast())
+    }
+
     func testTwoNodesInOneProcessShareTheHelpersOfTheLargestRequestAndStayExact() throws {
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "conv-a")
         let client = try startTwoNodes(shared: true, record: record)
@@ -65,10 +75,12 @@ final class SharedWorkgroupTests: XCTestCase {
         let (status, output) = try daemon.run([BuildProducts.directory + "/pw-convolver", "status"])
         XCTAssertEqual(status, 0, output)
         XCTAssertTrue(output.contains("helpers 2 real-time (the \(process)'s workgroup)"), output)
-        XCTAssertTrue(output.contains("workgroup of \(process): 2 helpers shared by 2 node(s); late levels: conv-a 0, conv-b 0"), output)
+        XCTAssertTrue(output.contains("workgroup of \(process): 2 helpers shared by 2 node(s), load "), output)
+        XCTAssertTrue(output.contains("%; late levels: conv-a 0, conv-b 0"), output)
 
         try TestSignals.write(TestSignals.noise(seconds: 6), to: path("input.wav"))
         var swaps = 0
+        var loadWhilePlaying: Double?
         try PlayThrough(daemon: daemon, nodeName: "conv-a")
             .run(inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: 6, tailSeconds: 0.3, tag: "shared") {
                 // conv-b's engines join the group and leave it while conv-a plays.
@@ -80,8 +92,12 @@ final class SharedWorkgroupTests: XCTestCase {
                     XCTAssertEqual(status, 0, output)
                     swaps += 1
                 }
+                loadWhilePlaying = try self.groupLoad(process: process)
             }
         XCTAssertEqual(swaps, 3)
+        // Both nodes' long levels ran on the group in the last second: its load is theirs, once.
+        let load = try XCTUnwrap(loadWhilePlaying, "no load in the workgroup's status line")
+        XCTAssertTrue(load > 0 && load <= 100, "workgroup load \(load)%")
         XCTAssertEqual(helperThreads(of: client).count, 2, "the group stays while its nodes do")
         let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-a")).properties
         XCTAssertEqual("\(statistics["convolver.late-levels"] ?? "?")", "0")

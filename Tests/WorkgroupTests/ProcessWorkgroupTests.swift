@@ -114,6 +114,28 @@ final class ProcessWorkgroupTests: XCTestCase {
             "earliest deadline first across pools (pool, queue, sequence): \(log.all.map { ($0 >> 40, $0 >> 32 & 0xff, $0 & 0xffff_ffff) })")
     }
 
+    /// The load a node publishes for a shared group is the group's busy time: every pool's jobs.
+    func testTheGroupsBusyTimeIsEveryPoolsJobs() throws {
+        let log = OrderLog(capacity: 64)
+        let runnerA = OrderRunner(pool: 0, log: log), runnerB = OrderRunner(pool: 1, log: log)
+        let poolA = try join(runnerA, queues: 1, threads: .fixed(1))
+        defer { poolA.stop(); withExtendedLifetime(runnerA) {} }
+        let poolB = try join(runnerB, queues: 2, threads: .fixed(1))
+        defer { poolB.stop(); withExtendedLifetime(runnerB) {} }
+        let now = monotonicNanos()
+        for sequence in 0..<5 {
+            poolA.post(queue: 0, sequence: sequence, start: now, deadline: now + 1_000_000_000)
+            poolB.post(queue: 1, sequence: sequence, start: now, deadline: now + 1_000_000_000)
+        }
+        poolA.waitUntilIdle()
+        poolB.waitUntilIdle()
+        let a = poolA.statistics.snapshot(), b = poolB.statistics.snapshot()
+        XCTAssertEqual(a.intervals + b.intervals, 10)
+        XCTAssertGreaterThan(a.busyNanos, 0)
+        XCTAssertGreaterThan(b.busyNanos, 0)
+        XCTAssertEqual(poolA.group.busyNanos.load(ordering: .relaxed), a.busyNanos + b.busyNanos)
+    }
+
     func testPoolsComingAndGoingLoseNoJobOfAnotherPool() throws {
         let jobs = 3000
         let steady = RecordingRunner(queueCount: 2, capacity: jobs)
