@@ -95,13 +95,17 @@ final class FilterGraphTests: XCTestCase {
         var outputErrors: [OutputError]
     }
 
+    /// One run of the judge, several evaluations of the config: one answer each.
     private struct GraphSpec: Encodable {
+        struct Evaluation: Encodable {
+            var mutate: String?
+            var controls: [String: Double]?
+        }
         var config: String
         var calls: String
         var rate: Int
         var pipewire = PipeWireInstallation.version
-        var mutate: String?
-        var controls: [String: Double]?
+        var evaluations: [Evaluation]
     }
 
     private struct Streams {
@@ -186,9 +190,17 @@ final class FilterGraphTests: XCTestCase {
         XCTAssertTrue(client.isRunning, client.log)
         client.stop()  // writes the record
 
-        let answer: GraphAnswer = try JudgeScript.run(
-            "judge_filter_graph.py", GraphSpec(config: path("ours.conf"), calls: record.path, rate: 48000, controls: controls),
+        // The judge's teeth: one link left out, one mixer gain 10 % off, one output a sample late,
+        // one biquad's frequency 1 % off, one EQ band left out, one spatializer turned by 10 degrees.
+        let mistakes = ["link", "gain", "delay", "biquad", "band", "direction"]
+        let evaluations =
+            [GraphSpec.Evaluation(controls: controls)] + (controls.isEmpty ? [] : [GraphSpec.Evaluation()])
+            + mistakes.map { GraphSpec.Evaluation(mutate: $0) }
+        let answers: [GraphAnswer] = try JudgeScript.run(
+            "judge_filter_graph.py", GraphSpec(config: path("ours.conf"), calls: record.path, rate: 48000, evaluations: evaluations),
             workDirectory: daemon.runtimeDirectory)
+        guard answers.count == evaluations.count else { return XCTFail("the judge answered \(answers.count) of \(evaluations.count)") }
+        let answer = answers[0]
         print("\(name) on our module, against the graph evaluated node by node: \(answer)")
         XCTAssertEqual(answer.inputs, positions.count)
         XCTAssertEqual(answer.outputs, outputs)
@@ -197,17 +209,10 @@ final class FilterGraphTests: XCTestCase {
             XCTAssertLessThanOrEqual(error.errorDB, -100, "\(name) output \(index): worst \(error.worst)")
         }
         if !controls.isEmpty {
-            let unchanged: GraphAnswer = try JudgeScript.run(
-                "judge_filter_graph.py", GraphSpec(config: path("ours.conf"), calls: record.path, rate: 48000),
-                workDirectory: daemon.runtimeDirectory)
+            let unchanged = answers[1]
             XCTAssertTrue(unchanged.outputErrors.contains { $0.errorDB > -100 }, "the controls' change was not heard: \(unchanged)")
         }
-        // The judge's teeth: one link left out, one mixer gain 10 % off, one output a sample late,
-        // one biquad's frequency 1 % off, one EQ band left out, one spatializer turned by 10 degrees.
-        for mistake in ["link", "gain", "delay", "biquad", "band", "direction"] {
-            let mutated: GraphAnswer = try JudgeScript.run(
-                "judge_filter_graph.py", GraphSpec(config: path("ours.conf"), calls: record.path, rate: 48000, mutate: mistake),
-                workDirectory: daemon.runtimeDirectory)
+        for (mistake, mutated) in zip(mistakes, answers.suffix(mistakes.count)) {
             let failing = mutated.outputErrors.filter { $0.errorDB > -100 }
             if mistake == "gain" && !ours.contains("label = mixer") && !ours.contains("\"mixer\"") { continue }  // no mixer here
             if mistake == "link" && !ours.contains("links") { continue }  // no link here

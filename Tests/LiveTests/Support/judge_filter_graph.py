@@ -21,6 +21,8 @@ first biquad's Freq, if not 0, or a bq_raw's b0, 1 % off; "band": the first para
 left out; "direction": the first spatializer's azimuth 10 degrees off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
+With `evaluations` in the spec (a list of {mutate, controls}, either null), one answer per entry,
+as a list: one run of this script for a test's evaluation and its negative ones.
 """
 import json
 import re
@@ -382,12 +384,21 @@ def run_graph(graph, signal, instance, rate, mutate, version):
 def main():
     spec = json.load(open(sys.argv[1]))
     text = open(spec["config"]).read()
+    calls = np.fromfile(spec["calls"], dtype=np.float32)
+    if "evaluations" in spec:
+        answers = [evaluate(spec, text, calls, entry.get("mutate"), entry.get("controls")) for entry in spec["evaluations"]]
+        print(json.dumps(answers))
+    else:
+        print(json.dumps(evaluate(spec, text, calls, spec.get("mutate"), spec.get("controls"))))
+
+
+def evaluate(spec, text, calls, mutate, controls):
     config = spa_json(text)
     args = next(module["args"] for module in config["context.modules"]
                 if module["name"] in ("libpipewire-module-filter-chain", "libpipewire-module-swift-convolver"))
     graph, capture, playback = args["filter.graph"], args.get("capture.props", {}), args.get("playback.props", {})
     rate = spec["rate"]
-    for name, value in (spec.get("controls") or {}).items():
+    for name, value in (controls or {}).items():
         node_name, _, port = name.partition(":")
         node = next(node for node in graph["nodes"] if node["name"] == node_name)
         node.setdefault("control", {})[port] = str(value)
@@ -404,13 +415,13 @@ def main():
     n_outputs = len(graph.get("outputs", [])) or 1
     inputs, outputs = channels(capture, n_inputs), channels(playback, n_outputs)
     instances = max(1, inputs // n_inputs)
-    calls = np.fromfile(spec["calls"], dtype=np.float32).reshape(-1, inputs + outputs).astype(np.float64)
+    calls = calls.reshape(-1, inputs + outputs).astype(np.float64)
     signal, recorded = calls[:, :inputs], calls[:, inputs:]
     expected = np.zeros_like(recorded)
     for instance in range(instances):
         piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
         version = tuple(int(part) for part in (spec["pipewire"].split(".") + ["0", "0"])[:3])
-        results, _, _ = run_graph(graph, piece, instance, rate, spec.get("mutate"), version)
+        results, _, _ = run_graph(graph, piece, instance, rate, mutate, version)
         for index, result in enumerate(results):
             channel = instance * n_outputs + index
             if channel < outputs:
@@ -425,7 +436,7 @@ def main():
             "worst": float(np.abs(difference).max(initial=0)),
             "energy": energy,
         })
-    print(json.dumps(answer))
+    return answer
 
 
 main()
