@@ -39,14 +39,6 @@ build_flags=(-c release -Xswiftc -enable-testing)
 results=$(mktemp)
 trap 'rm -f "$results"; end_leftover_processes' EXIT
 
-# suite LABEL SCRATCH [swift test arguments]: builds and runs; appends "LABEL passed failed skipped status".
-suite() {
-    local label=$1 scratch=$2
-    shift 2
-    swift build --scratch-path "$scratch" "${build_flags[@]}" --build-tests
-    record "$label" swift test --scratch-path "$scratch" "${build_flags[@]}" --skip-build --disable-swift-testing "$@"
-}
-
 # record LABEL COMMAND...: runs an XCTest run, shows its output and appends its counts to $results.
 record() {
     local label=$1 log status summary executed skipped=0 failed
@@ -73,22 +65,27 @@ record() {
 # What users install, for InstallTests and PackageTests: the static-stdlib products and the .deb.
 make --no-print-directory -s deb >/dev/null
 
-if [ "$which" = all ] || [ "$which" = system ]; then
-    suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build
-    end_leftover_processes
-fi
-if [ "$which" = all ] || [ "$which" = pipewire-1.4 ]; then
-    (
-        eval "$(scripts/pipewire-1.4.sh env)"
-        echo "run-tests: on PipeWire 1.4.2 the live tests (LiveTests)"
-        suite "PipeWire-$(pkg-config --modversion libpipewire-0.3)" .build/pipewire-1.4/build --filter LiveTests
-    )
-fi
-
-if [ "$which" = all ] || [ "$which" = pipewire-1.6 ]; then
+# PipeWire 1.4.2's build (against its own headers) and sid's root, made at idle priority: with
+# `all`, while the system suite runs (its live tests leave most of the CPU idle, and their
+# real-time threads and the tests themselves come first).
+prepare_pipewire_1_4() {
+    eval "$(scripts/pipewire-1.4.sh env)"
+    nice -n 19 swift build --scratch-path .build/pipewire-1.4/build "${build_flags[@]}" --build-tests
+}
+prepare_pipewire_1_6() {
+    nice -n 19 scripts/debian-root.sh sid-pipewire path >/dev/null
+}
+# run_pipewire_1_4 / run_pipewire_1_6: the live tests on that version (prepared above).
+run_pipewire_1_4() {
+    eval "$(scripts/pipewire-1.4.sh env)"
+    echo "run-tests: on PipeWire 1.4.2 the live tests (LiveTests)"
+    record "PipeWire-$(pkg-config --modversion libpipewire-0.3)" swift test --scratch-path .build/pipewire-1.4/build \
+        "${build_flags[@]}" --skip-build --disable-swift-testing --filter LiveTests
+}
+run_pipewire_1_6() {
     # The system build's test bundle, run inside sid's root: its libpipewire, daemon, tools and
     # WirePlumber, with the checkout and the toolchain (the bundle's Swift runtime) bound in.
-    swift build --scratch-path .build "${build_flags[@]}" --build-tests
+    local toolchain bundle tests versions in_sid
     toolchain=$(dirname "$(dirname "$(dirname "$(readlink -f "$(command -v swift)")")")")
     bundle=$(swift build --scratch-path .build "${build_flags[@]}" --show-bin-path)/swift-convolverPackageTests.xctest
     tests=$("$bundle" --list-tests | grep '^LiveTests\.' | cut -d/ -f1 | sort -u | paste -sd,)
@@ -97,7 +94,46 @@ if [ "$which" = all ] || [ "$which" = pipewire-1.6 ]; then
     echo "run-tests: on PipeWire ${versions% *} and WirePlumber ${versions#* } (Debian sid) the live tests (LiveTests)"
     record "PipeWire-${versions% *}" "${in_sid[@]}" env SWIFT_CONVOLVER_TEST_RUN="$SWIFT_CONVOLVER_TEST_RUN" \
         sh -c 'cd "$1" && exec "$2" "$3"' - "$PWD" "$bundle" "$tests"
+}
+
+if [ "$which" = all ] || [ "$which" = system ]; then
+    swift build --scratch-path .build "${build_flags[@]}" --build-tests
+    preparing=()
+    if [ "$which" = all ]; then
+        prepare_log=$(mktemp)
+        # Not marked as the tests' processes: end_leftover_processes must not end it.
+        (unset SWIFT_CONVOLVER_TEST_RUN && prepare_pipewire_1_4 && prepare_pipewire_1_6) >"$prepare_log" 2>&1 &
+        preparing=($!)
+    fi
+    record "PipeWire-$(pkg-config --modversion libpipewire-0.3)" swift test --scratch-path .build "${build_flags[@]}" \
+        --skip-build --disable-swift-testing
+    end_leftover_processes
+    if [ ${#preparing[@]} -gt 0 ] && ! wait "${preparing[0]}"; then
+        cat "$prepare_log" >&2
+        echo "run-tests: preparing PipeWire 1.4 and 1.6 failed (above)" >&2
+        echo "PipeWire-1.4-and-1.6-preparation 0 1 0 1" >>"$results"
+        which=system-only
+    fi
 fi
+case "$which" in
+pipewire-1.4) prepare_pipewire_1_4 && run_pipewire_1_4 ;;
+pipewire-1.6) swift build --scratch-path .build "${build_flags[@]}" --build-tests && prepare_pipewire_1_6 && run_pipewire_1_6 ;;
+all)
+    # The two versions side by side: their daemons, tests and files share nothing but the CPU.
+    # Each suite's output is shown whole when it ends.
+    log_1_4=$(mktemp) log_1_6=$(mktemp)
+    run_pipewire_1_4 >"$log_1_4" 2>&1 &
+    suite_1_4=$!
+    run_pipewire_1_6 >"$log_1_6" 2>&1 &
+    suite_1_6=$!
+    # A suite that ended before its tests ran (set -e) recorded nothing: its failure is recorded here.
+    wait "$suite_1_4" || echo "PipeWire-1.4-suite 0 1 0 1" >>"$results"
+    cat "$log_1_4"
+    wait "$suite_1_6" || echo "PipeWire-1.6-suite 0 1 0 1" >>"$results"
+    cat "$log_1_6"
+    rm -f "$log_1_4" "$log_1_6"
+    ;;
+esac
 
 passed=0 failed=0 skipped=0 status=0 each=()
 while read -r label suite_passed suite_failed suite_skipped suite_status; do
