@@ -13,8 +13,8 @@ import Workgroup
 public final class ConvolverNode {
     public private(set) var configuration: NodeConfiguration
     private let loop: UnsafeMutablePointer<pw_loop>
-    /// For the helper threads' RT policy (module-rt of this context).
-    private let context: OpaquePointer?
+    /// Builds this node's engines: here the first, then on the builder's worker.
+    private let factory: EngineFactory
     /// The newest engine built, active or pending (a second reference, for statistics).
     private var newestSlot: EngineSlot?
     /// Late levels of engines already replaced.
@@ -35,8 +35,8 @@ public final class ConvolverNode {
     private var controlAnswers = ControlAnswers()
     /// The process latency last reported to the graph (nil: not yet).
     private var publishedLatencyFrames: Int?
-    /// Scratch memory for building param pods (main loop only).
-    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 32768, alignment: 8)
+    /// Bytes for building a param pod (PipeWire copies the pods it is given).
+    private static let podBytes = 32768
 
     /// Builds the engine for `sampleRate` (the graph's expected rate; a different actual rate
     /// makes the node rebuild), creates its transport (filter or sink streams) and connects it.
@@ -45,7 +45,7 @@ public final class ConvolverNode {
         configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int
     ) throws(ConvolverNodeError) {
         self.configuration = configuration
-        self.context = context
+        factory = EngineFactory(context: context, costs: MeasuredMachineCosts.thisMachine)
         self.loop = loop
         requests = EngineRequests(sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
         controls = LiveControls(
@@ -61,9 +61,7 @@ public final class ConvolverNode {
             throw .engine("\(error)")
         }
 
-        let slot = try EngineFactory.makeSlot(
-            configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize,
-            context: context)
+        let slot = try factory.makeSlot(configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
         newestSlot = slot
         realtime.activeEngine = EngineExchange.retain(slot)
 
@@ -77,7 +75,6 @@ public final class ConvolverNode {
 
     deinit {
         destroy()
-        podBuffer.deallocate()
     }
 
     /// The node's global id (SPA_ID_INVALID until the server assigned it). In sink mode the
@@ -102,7 +99,7 @@ public final class ConvolverNode {
         realtime.wakeSource = wakeEvent
         let wakeLoop = loop, wakeSource = wakeEvent
         // cpw_loop_signal_event (an eventfd write) may be called from any thread.
-        builder = EngineBuilder(context: context) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
+        builder = EngineBuilder(factory: factory) { _ = cpw_loop_signal_event(wakeLoop, wakeSource) }
         statisticsTimer = cpw_loop_add_timer(loop, PipeWireCallbacks.statisticsTimer, userData)
         var interval = timespec(tv_sec: 1, tv_nsec: 0)
         var first = timespec(tv_sec: 1, tv_nsec: 0)
@@ -224,24 +221,30 @@ public final class ConvolverNode {
     // MARK: - Props
 
     private func publishProps() {
-        guard let transport,
-            let pod = PropsParam.build(
-                controls, filename: configuration.filename,
-                sofa: configuration.isSOFA ? configuration.sofa : nil,
-                crossfadeSeconds: configuration.crossfadeSeconds, graphControls: configuration.graph?.controlValues ?? [],
-                into: podBuffer)
-        else { return }
-        transport.updateParam(pod)
+        guard let transport else { return }
+        withUnsafeTemporaryAllocation(byteCount: Self.podBytes, alignment: 8) { scratch in
+            guard
+                let pod = PropsParam.build(
+                    controls, filename: configuration.filename,
+                    sofa: configuration.isSOFA ? configuration.sofa : nil,
+                    crossfadeSeconds: configuration.crossfadeSeconds,
+                    graphControls: configuration.graph?.controlValues ?? [], into: scratch)
+            else { return }
+            transport.updateParam(pod)
+        }
     }
 
     /// Reports the newest engine's latency as the node's ProcessLatency, which PipeWire adds to
     /// the latency of the output ports. Filter mode: in sink mode the streams' adapters own it.
     private func publishLatency() {
         guard let transport, transport.reportsProcessLatency, let frames = newestSlot?.latencyFrames,
-            frames != publishedLatencyFrames, let pod = ProcessLatencyParam.build(frames: frames, into: podBuffer)
+            frames != publishedLatencyFrames
         else { return }
-        publishedLatencyFrames = frames
-        transport.updateParam(pod)
+        withUnsafeTemporaryAllocation(byteCount: Self.podBytes, alignment: 8) { scratch in
+            guard let pod = ProcessLatencyParam.build(frames: frames, into: scratch) else { return }
+            publishedLatencyFrames = frames
+            transport.updateParam(pod)
+        }
     }
 
     private func propsChanged(_ pod: UnsafePointer<spa_pod>) {

@@ -41,16 +41,14 @@ final class EngineBuilder: @unchecked Sendable {
     /// The number of the newest `.impulseResponse` request (main loop writes, worker reads).
     private let newestImpulseRequest = Atomic<Int>(0)
     private var requestCount = 0
-    /// Only the worker uses it.
-    private let hrtfSets = HRTFSetCache()
-    // SAFETY: the context outlives the builder: the node waits for the worker in `destroy()`,
-    // before its owner destroys the context.
-    private let context: OpaquePointer?
+    /// Only the worker uses it. SAFETY: its pw_context outlives the builder: the node waits for
+    /// the worker in `destroy()`, before its owner destroys the context.
+    private let factory: EngineFactory
     private let notify: () -> Void
 
     /// `notify` runs on the worker after each build (it signals the main loop's event source).
-    init(context: OpaquePointer?, notify: @escaping () -> Void) {
-        self.context = context
+    init(factory: EngineFactory, notify: @escaping () -> Void) {
+        self.factory = factory
         self.notify = notify
     }
 
@@ -65,13 +63,13 @@ final class EngineBuilder: @unchecked Sendable {
             let result: Result<EngineSlot, ConvolverNodeError>
             do throws(ConvolverNodeError) {
                 result = .success(
-                    try EngineFactory.makeSlot(
+                    try factory.makeSlot(
                         request.configuration, sampleRate: request.sampleRate,
-                        expectedBlockSize: request.expectedBlockSize, context: context, hrtfSets: hrtfSets))
+                        expectedBlockSize: request.expectedBlockSize))
             } catch {
                 result = .failure(error)
             }
-            hrtfSets.buildEnded()
+            factory.hrtfSets.buildEnded()
             completions.withLock { $0.append(Completion(request: request, result: result)) }
             notify()
         }

@@ -5,16 +5,29 @@ import Glibc
 import LevelScheduling
 import Workgroup
 
-enum EngineFactory {
+/// What every build of one node shares: where its helper threads come from, what its plans are
+/// priced with, and the SOFA files its earlier builds read. One thread at a time.
+struct EngineFactory {
+    /// The pw_context whose module-rt policy the helper threads get (nil: pthreads).
+    var context: OpaquePointer?
+    /// The node and the CLI price plans with `MeasuredMachineCosts.thisMachine`, tests with fixed costs.
+    var costs: MachineCosts
+    /// SOFA files read by earlier builds (a fresh cache reads them again).
+    let hrtfSets = HRTFSetCache()
+
+    init(context: OpaquePointer?, costs: MachineCosts) {
+        self.context = context
+        self.costs = costs
+    }
+
     /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
     /// Slow (file I/O, resampling, FFT planning): never on the data thread.
-    /// `context`: the pw_context whose module-rt policy the helper threads get (nil: pthreads).
-    /// `hrtfSets`: SOFA files read by earlier builds (a fresh cache reads them again).
-    static func makeSlot(
-        _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int,
-        context: OpaquePointer?, hrtfSets: HRTFSetCache = HRTFSetCache()
-    ) throws(ConvolverNodeError) -> EngineSlot {
-        let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate, hrtfSets: hrtfSets)
+    func makeSlot(
+        _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int
+    )
+        throws(ConvolverNodeError) -> EngineSlot
+    {
+        let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate)
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
@@ -27,7 +40,7 @@ enum EngineFactory {
             maxPartitionSize: configuration.maxPartitionSize,
             placement: .node,
             sampleRate: Double(sampleRate),
-            costs: MeasuredMachineCosts.thisMachine)
+            costs: costs)
         let threadFactory: any ThreadFactory = context.map { PipeWireThreadFactory(context: $0) } ?? PthreadThreadFactory()
         let scheduler = WorkgroupLevelScheduler(configuration: schedulerConfiguration, threadFactory: threadFactory)
         let jobScheduler = FaultInjectingScheduler.wrapping(
@@ -48,14 +61,14 @@ enum EngineFactory {
 
     /// The matrix the engine runs: `makeMatrix`'s, with `autogain` applied (its gains in dB), and
     /// the latency the node reports for it.
-    static func preparedMatrix(
-        _ configuration: NodeConfiguration, sampleRate: Int, hrtfSets: HRTFSetCache = HRTFSetCache()
+    func preparedMatrix(
+        _ configuration: NodeConfiguration, sampleRate: Int
     )
         throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, latencyFrames: Int, autogainDB: [Double]?)
     {
-        var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate, hrtfSets: hrtfSets)
+        var (matrix, resamplerDelay) = try makeMatrix(configuration, sampleRate: sampleRate)
         let declared = configuration.graph?.declaredLatencyFrames(sampleRate: sampleRate).map(IRLatency.samples)
-        let latencyFrames = reportedLatency(declared ?? configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
+        let latencyFrames = Self.reportedLatency(declared ?? configuration.latency, of: matrix, resamplerDelay: resamplerDelay)
         guard configuration.autogain else { return (matrix, latencyFrames, nil) }
         let gains: [Float]
         do { gains = try Autogain.gains(matrix, sampleRate: Double(sampleRate)) } catch { throw .engine("autogain: \(error)") }
@@ -81,22 +94,21 @@ enum EngineFactory {
     /// The matrix of `configuration`'s IRs at `sampleRate`, and the latency they carry: with the
     /// resampler's ringing kept, every entry is delayed to the latest one's, so the outputs stay
     /// aligned and the graph can compensate one latency.
-    static func makeMatrix(
-        _ configuration: NodeConfiguration,
-        sampleRate: Int, hrtfSets: HRTFSetCache = HRTFSetCache()
+    func makeMatrix(
+        _ configuration: NodeConfiguration, sampleRate: Int
     ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
         let channelCount = configuration.channelCount
         if let graph = configuration.graph {
-            return (try graphMatrix(graph, configuration, sampleRate: sampleRate, hrtfSets: hrtfSets), 0)
+            return (try graphMatrix(graph, configuration, sampleRate: sampleRate), 0)
         }
         if configuration.isSOFA, let filename = configuration.filename {
-            return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate, hrtfSets: hrtfSets)
+            return try makeHRTFMatrix(configuration, path: filename, sampleRate: sampleRate)
         }
         if configuration.impulses.isEmpty, let filename = configuration.filename {
-            let options = loadOptions(
+            let options = Self.loadOptions(
                 configuration, offset: configuration.offset, length: configuration.length,
                 delay: configuration.delay)
-            let impulseResponse = try load(
+            let impulseResponse = try Self.load(
                 ImpulseResponse.closestInRate(filename, configuration.rateAlternatives, to: Double(sampleRate)),
                 key: "filename", sampleRate: sampleRate, options: options)
             do {
@@ -110,14 +122,14 @@ enum EngineFactory {
         }
         var loaded: [LoadedEntry] = []
         for (index, impulse) in configuration.impulses.enumerated() {
-            let options = loadOptions(
+            let options = Self.loadOptions(
                 configuration, channel: impulse.channel, offset: impulse.offset, length: impulse.length,
                 delay: impulse.delay, gain: impulse.gain)
             let spec = ImpulseResponse.closestInRate(impulse.filename, impulse.rateAlternatives, to: Double(sampleRate))
-            let response = try load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
+            let response = try Self.load(spec, key: "impulses[\(index)]", sampleRate: sampleRate, options: options)
             loaded.append((impulse.input, impulse.output, response.channels[0], response.addedDelayFrames))
         }
-        let (entries, resamplerDelayFrames) = aligned(loaded)
+        let (entries, resamplerDelayFrames) = Self.aligned(loaded)
         let matrix = ConvolutionMatrix(inputCount: channelCount, outputCount: configuration.outputCount, entries: entries)
         do {
             try matrix.validate()
@@ -131,8 +143,8 @@ enum EngineFactory {
     /// options, with all its channels; a convolver takes its `channel` (default: its instance's
     /// index) modulo the file's channels, as filter-chain does. A spatializer's HRTF set is read
     /// as filter-chain's reads it (libmysofa's `mysofa_open` at the graph's rate), once per file.
-    static func graphMatrix(
-        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int, hrtfSets: HRTFSetCache
+    func graphMatrix(
+        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         var loaded: [String: ImpulseResponse] = [:]
         let rules = FilterChainRules.running
@@ -152,7 +164,7 @@ enum EngineFactory {
                 if let cached = loaded[cacheKey] {
                     response = cached
                 } else {
-                    response = try load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
+                    response = try Self.load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
                     loaded[cacheKey] = response
                 }
                 return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
@@ -171,15 +183,16 @@ enum EngineFactory {
 
     /// Every input to both ears through the HRTF set's filters for its direction (its speaker's,
     /// turned by `sofa`; LFE unfiltered), resampled like any IR and aligned to one resampler delay.
-    static func makeHRTFMatrix(
-        _ configuration: NodeConfiguration, path: String,
-        sampleRate: Int, hrtfSets: HRTFSetCache
-    ) throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int) {
+    func makeHRTFMatrix(
+        _ configuration: NodeConfiguration, path: String, sampleRate: Int
+    )
+        throws(ConvolverNodeError) -> (matrix: ConvolutionMatrix, resamplerDelayFrames: Int)
+    {
         let set: HRTFSet
         do { set = try hrtfSets.set(path: path, normalizedAt: nil) } catch {
             throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
         }
-        let options = loadOptions(
+        let options = Self.loadOptions(
             configuration, offset: configuration.offset, length: configuration.length,
             delay: configuration.delay)
         var loaded: [LoadedEntry] = []
@@ -199,7 +212,7 @@ enum EngineFactory {
                 throw .impulseResponse(key: "filename", message: error.description, errno: EINVAL)
             }
         }
-        let (entries, resamplerDelayFrames) = aligned(loaded)
+        let (entries, resamplerDelayFrames) = Self.aligned(loaded)
         return (ConvolutionMatrix(inputCount: configuration.channelCount, outputCount: 2, entries: entries), resamplerDelayFrames)
     }
 
@@ -255,7 +268,8 @@ enum EngineFactory {
 extension NodeConfiguration {
     /// The matrix the node's engine runs at `sampleRate` (SOFA placement and autogain applied).
     public func engineMatrix(sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
-        try EngineFactory.preparedMatrix(self, sampleRate: sampleRate).matrix
+        // No engine is planned here, so no costs are asked of the machine.
+        try EngineFactory(context: nil, costs: .typical).preparedMatrix(self, sampleRate: sampleRate).matrix
     }
 
     /// Output = wet · engine output + dry · the input of the same index (`gain`, `mix`, `bypass`).

@@ -68,7 +68,6 @@ public final class NodeControlClient {
     private var connectionLost: String?
     /// Runs on the loop when the graph was read, a node's properties changed or the connection ended.
     private var onChange: () -> Void = {}
-    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
 
     /// Connects on `loop` (the caller runs it).
     public init(loop: UnsafeMutablePointer<pw_loop>) throws(NodeControlError) {
@@ -106,7 +105,6 @@ public final class NodeControlClient {
             pw_core_disconnect(core)
         }
         pw_context_destroy(context)  // after a lost connection: also the core and its proxies
-        podBuffer.deallocate()
     }
 
     // MARK: - What the commands use
@@ -150,10 +148,16 @@ public final class NodeControlClient {
     public func set(
         _ params: [(String, ControlValue)], on node: ConvolverNodeState, mainLoop: PipeWireMainLoop, timeout: Double
     ) throws(NodeControlError) -> (answer: String, node: ConvolverNodeState) {
-        guard let bound = nodes[node.id], let pod = PropsParam.build(params, into: podBuffer) else { throw .tooLong }
+        guard let bound = nodes[node.id] else { throw .notAConvolver(node.name) }
         // The node numbers requests as they come: this one is the next.
         let request = (Int(node.properties[ControlAnswers.requestsKey] ?? "0") ?? 0) + 1
-        _ = cpw_node_set_param(bound.proxy, SPA_PARAM_Props.rawValue, pod)
+        // The pod is marshalled to the daemon by the call, so its bytes need not outlive it.
+        let sent = withUnsafeTemporaryAllocation(byteCount: 4096, alignment: 8) { scratch in
+            guard let pod = PropsParam.build(params, into: scratch) else { return false }
+            _ = cpw_node_set_param(bound.proxy, SPA_PARAM_Props.rawValue, pod)
+            return true
+        }
+        guard sent else { throw .tooLong }
         try run(mainLoop, timeout: timeout, waitingFor: "node '\(node.name)'") {
             (bound.state?.answer?.request ?? 0) >= request
         }

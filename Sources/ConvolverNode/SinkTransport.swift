@@ -41,9 +41,6 @@ final class SinkTransport: NodeTransport {
     private let playbackNodeName: String
     private let positions: [String]
     private let outputPositions: [String]
-    /// Scratch for the EnumFormat pods (main loop only).
-    private let podBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 8)
-
     /// Creates both streams (not yet connected). `onProps` gets Props set on the sink node (main loop).
     init(
         core: OpaquePointer, configuration: NodeConfiguration, realtime: RealtimeProcessor,
@@ -111,7 +108,6 @@ final class SinkTransport: NodeTransport {
 
     deinit {
         destroy()
-        podBuffer.deallocate()
     }
 
     /// The sink node's global id (SPA_ID_INVALID until the server assigned it).
@@ -142,10 +138,16 @@ final class SinkTransport: NodeTransport {
             ),
         ]
         for (stream, direction, positions, flags, name) in streams {
-            let format = try Self.buildFormat(positions: positions, sampleRate: sampleRate, into: podBuffer)
-            var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(format)]
-            // PW_ID_ANY (a cast macro Swift does not import): no particular target node.
-            let result = pw_stream_connect(stream, direction, UInt32.max, flags, &params, 1)
+            // pw_stream_connect copies the format, so its bytes need not outlive the call.
+            // (A Result: withUnsafeTemporaryAllocation passes typed throws on only from Swift 6.3.)
+            let result = try withUnsafeTemporaryAllocation(byteCount: 1024, alignment: 8) { scratch in
+                Result { () throws(ConvolverNodeError) in
+                    let format = try Self.buildFormat(positions: positions, sampleRate: sampleRate, into: scratch)
+                    var params: [UnsafePointer<spa_pod>?] = [UnsafePointer(format)]
+                    // PW_ID_ANY (a cast macro Swift does not import): no particular target node.
+                    return pw_stream_connect(stream, direction, UInt32.max, flags, &params, 1)
+                }
+            }.get()
             guard result >= 0 else { throw .pipeWire(call: "pw_stream_connect(\(name))", errno: -result) }
         }
     }

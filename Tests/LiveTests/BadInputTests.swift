@@ -311,7 +311,7 @@ final class BadInputTests: XCTestCase {
         do {
             let (configuration, warnings) = try NodeConfiguration.parse(arguments: "{ \(arguments) }")
             do {
-                _ = try EngineFactory.makeMatrix(configuration, sampleRate: 48000)
+                _ = try EngineFactory(context: nil, costs: .typical).makeMatrix(configuration, sampleRate: 48000)
                 return (nil, warnings)
             } catch {
                 return ("\(error)", warnings)
