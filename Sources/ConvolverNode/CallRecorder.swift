@@ -36,7 +36,10 @@ final class CallRecorder {
         self.path = path
         self.inputCount = inputCount
         channels = inputCount + outputCount
-        samples = try FixedBuffer(repeating: 0, count: Self.capacityFrames * channels)
+        // Huge pages: every call writes a few kilobytes into memory no call has touched since
+        // setup, and on 4 KB pages that was a TLB miss a page (on an AMD EPYC VM a floor node's
+        // busy p99 85-97 µs with the record, 55-60 µs without).
+        samples = try FixedBuffer(repeating: 0, count: Self.capacityFrames * channels, hugePages: true)
         callTimes = try FixedBuffer(repeating: 0, count: 3 * Self.capacityCalls)
     }
 
