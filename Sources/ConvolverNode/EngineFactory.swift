@@ -9,9 +9,9 @@ import Workgroup
 /// priced with, and the SOFA files its earlier builds read. One thread at a time.
 struct EngineFactory {
     /// The pw_context whose module-rt policy the helper threads get (nil: pthreads).
-    var context: OpaquePointer?
-    /// The node and the CLI price plans with `MeasuredMachineCosts.thisMachine`, tests with fixed costs.
-    var costs: MachineCosts
+    let context: OpaquePointer?
+    /// The node prices its plans with `MeasuredMachineCosts.thisMachine`; tests and render use fixed costs.
+    let costs: MachineCosts
     /// SOFA files read by earlier builds (a fresh cache reads them again).
     let hrtfSets = HRTFSetCache()
 
