@@ -23,18 +23,20 @@ public struct WorkgroupSchedulerConfiguration: Sendable {
     /// or virtual machine a helper's wake-up and a memory-bound delay line shared by two cores eat
     /// most of the gain (measured: `pw-convolver bench`, docs/facts.md).
     public var splitThreshold = 0.5
-    /// Split helpers (dedicated, one per part after the data thread's own, SCHED_FIFO at
-    /// `realtimePriority`; the level helpers then run one priority lower, so a split part preempts a
-    /// level job). `auto`: online cores − 1. Parts: at most one per output.
+    /// Helpers for split parts, one per part after the data thread's own. `auto`: online cores − 1.
+    /// Parts: at most one per output. On the shared workgroup a part is a job due at the call's
+    /// wait limit, so a helper takes it before any level job; else dedicated split helpers at
+    /// `realtimePriority`, the level helpers one priority lower, so a part preempts a level job.
     public var splitThreadCount: ThreadCount = .auto
     /// When the data thread has finished its own part and a helper has not yet started its part
     /// (still waking up), the data thread takes that part back and runs it itself instead of
     /// waiting for the wake-up. Off only in tests that need every part on a helper.
     public var splitTakeBack = true
-    /// Level jobs run on the process's one workgroup (`ProcessWorkgroup`), shared with every other
-    /// node in it, earliest deadline first; false: on helpers of this scheduler's own (the
-    /// behaviour before it, kept for comparison). Not shared either way: `perLevel` helpers, and a
-    /// split node's levels (its split parts must preempt its level jobs: they run a priority lower).
+    /// Level jobs and split parts run on the process's one workgroup (`ProcessWorkgroup`), shared
+    /// with every other node in it, earliest deadline first; false: on helpers of this scheduler's
+    /// own (the behaviour before it, kept for comparison). Never shared: `perLevel` helpers. A part
+    /// no helper has started when the data thread wants it is taken back (`splitTakeBack`), so a
+    /// part never waits behind a level job a helper is running.
     public var sharedWorkgroup = true
     /// The rate the split's call period is sized at (setup); cycles carry their own rate.
     public var sampleRate = 48000.0
@@ -94,8 +96,9 @@ public enum SplitMode: String, Sendable, CaseIterable {
 /// a late level and the engine outputs without it; the job still runs, so nothing cascades.
 ///
 /// Fork-join split (`configuration.split`): the engine's head work of each call is cut into parts
-/// by output; the data thread posts parts 1... to dedicated split helpers (semaphore out), runs part
-/// 0, and awaits the others (semaphore back) until the same wait limit; a part not back by then is
+/// by output; the data thread posts parts 1... to helpers (semaphore out; the process's workgroup,
+/// or split helpers of its own), runs part 0, takes back a part no helper has started, and awaits
+/// the others (semaphore back) until the same wait limit; a part not back by then is
 /// a late split (the engine outputs without it). A part whose helper still runs a late piece is not
 /// posted again: the engine computes it on the data thread (counted in `busySplitParts`).
 ///
@@ -204,14 +207,19 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         splitRunner.runner = runner
         var splitConfiguration = JobPoolConfiguration()
         splitConfiguration.role = "split"
-        splitConfiguration.threadCount = .perLevel  // one dedicated helper per part: no queueing behind another part
-        splitConfiguration.priorityStepPerQueue = 0
         splitConfiguration.realtimePriority = configuration.realtimePriority
-        splitConfiguration.queueCapacity = 4  // a part is posted only when idle
         splitConfiguration.warn = configuration.warn
-        splitPool = try JobPool(
-            queueCount: parts - 1, runner: splitRunner, configuration: splitConfiguration,
-            factory: threadFactory)
+        if sharesWorkgroup {
+            splitConfiguration.threadCount = .fixed(parts - 1)  // every part at once
+            splitPool = try ProcessWorkgroup.join(
+                queueCount: parts - 1, runner: splitRunner, configuration: splitConfiguration, factory: threadFactory)
+        } else {
+            splitConfiguration.threadCount = .perLevel  // one dedicated helper per part: no queueing behind another part
+            splitConfiguration.priorityStepPerQueue = 0
+            splitConfiguration.queueCapacity = 4  // a part is posted only when idle
+            splitPool = try JobPool(
+                queueCount: parts - 1, runner: splitRunner, configuration: splitConfiguration, factory: threadFactory)
+        }
         reportedSplitPool = splitPool
         busySplitParts.store(0, ordering: .relaxed)
         return parts
@@ -230,10 +238,11 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         guard !pooledLevels.isEmpty else { return }
         var poolConfiguration = JobPoolConfiguration()
         poolConfiguration.threadCount = configuration.threadCount
-        // Below the split helpers when there are any: a part due within this call preempts a level job.
-        poolConfiguration.realtimePriority = configuration.realtimePriority.map { splitting ? max($0 - 1, 1) : $0 }
+        // Below dedicated split helpers: a part due within this call preempts a level job.
+        let belowSplitHelpers = splitting && !sharesWorkgroup
+        poolConfiguration.realtimePriority = configuration.realtimePriority.map { belowSplitHelpers ? max($0 - 1, 1) : $0 }
         poolConfiguration.warn = configuration.warn
-        if configuration.sharedWorkgroup && !splitting && configuration.threadCount != .perLevel {
+        if sharesWorkgroup {
             pool = try ProcessWorkgroup.join(
                 queueCount: pooledLevels.count, runner: self, configuration: poolConfiguration, factory: threadFactory)
         } else {
@@ -242,6 +251,9 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         }
         reportedPool = pool
     }
+
+    /// Whether levels and split parts join the process's workgroup (`configuration.sharedWorkgroup`).
+    private var sharesWorkgroup: Bool { configuration.sharedWorkgroup && configuration.threadCount != .perLevel }
 
     /// Real-time safe: records the job and posts a semaphore; never blocks. A data-thread level's
     /// job starts here and is spread over the calls until it is due (`SpreadJob`).
@@ -367,9 +379,11 @@ public final class WorkgroupLevelScheduler: LevelJobScheduler, JobRunner, @unche
         }
         let jobEstimates = levels.map(\.estimatedJobNanoseconds)
         guard let pool = reportedPool else {
+            // No level on helpers: the process's group still counts when the parts run on it.
+            let group = reportedSplitPool.flatMap { $0.isShared ? $0.group : nil }
             return WorkgroupSchedulerStatistics(
-                threadCount: 0, realtime: false, shared: false,
-                helpers: IntervalStatistics().snapshot(), groupBusyNanos: 0,
+                threadCount: group?.threadCount ?? 0, realtime: group?.realtimeGranted ?? false, shared: group != nil,
+                helpers: IntervalStatistics().snapshot(), groupBusyNanos: group?.busyNanos.load(ordering: .relaxed) ?? 0,
                 dataThreadLevelCount: dataThreadLevelCount, levels: [], split: split,
                 splitEstimateNanos: splitShareEstimateNanos, jobEstimatesNanos: jobEstimates)
         }

@@ -307,8 +307,10 @@ final class WorkgroupEngineTests: XCTestCase {
 
 // MARK: - Fork-join split of the data thread's share
 
-func splitConfiguration(splitThreads: Int, takeBack: Bool) -> WorkgroupSchedulerConfiguration {
-    var configuration = unpacedConfiguration(threads: 1)
+/// `levelThreads`: the level helpers asked for. On the process's workgroup a part delayed on
+/// purpose holds one of its helpers: tests that delay parts ask for a second one for the levels.
+func splitConfiguration(splitThreads: Int, takeBack: Bool, levelThreads: Int = 1) -> WorkgroupSchedulerConfiguration {
+    var configuration = unpacedConfiguration(threads: levelThreads)
     configuration.split = .on
     configuration.splitThreadCount = .fixed(splitThreads)
     configuration.splitTakeBack = takeBack
@@ -388,7 +390,7 @@ final class WorkgroupSplitTests: XCTestCase {
     func testLateSplitPartsAreCountedAndOnlyTheirSamplesAreMissing() throws {
         let (matrix, configuration, inputs) = lateSplitCase(seed: 32)
         let delayedPieces = [8, 40]  // second pieces of calls 3 and 19: the next call starts with the part idle again
-        let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false))
+        let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false, levelThreads: 2))
         let scheduler = DelayInjectingScheduler(
             inner, delays: [:],
             splitDelays: Dictionary(
@@ -436,7 +438,7 @@ final class WorkgroupSplitTests: XCTestCase {
     func testPartWhoseHelperIsStillBusyRunsOnTheDataThreadWithoutCascading() throws {
         let (matrix, configuration, inputs) = lateSplitCase(seed: 33)
         let delayedPiece = 9  // first piece of call 4: piece 10 finds the helper busy
-        let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false))
+        let inner = WorkgroupLevelScheduler(configuration: splitConfiguration(splitThreads: 1, takeBack: false, levelThreads: 2))
         // The late piece is 100 ms late for a 50 ms wait limit: ten times what a stalled machine
         // here kept a helper (a wait limit of 5 ms made a second piece late in a stall).
         let scheduler = DelayInjectingScheduler(inner, delays: [:], splitDelays: [delayedPiece: 100_000])
@@ -510,7 +512,7 @@ final class WorkgroupSplitTests: XCTestCase {
             allocation_counter_arm(0)
             XCTAssertEqual(allocation_counter_allocations(), 0, "heap allocations on the data thread (take-back \(takeBack))")
             XCTAssertEqual(allocation_counter_mutex_locks(), 0, "mutex locks on the data thread (take-back \(takeBack))")
-            allocation_counter_watch_threads_named("swconv")  // level helpers and split helpers (swconv-split*)
+            allocation_counter_watch_threads_named("swconv")  // the helpers, which run the parts too
             allocation_counter_reset()
             allocation_counter_arm(1)
             for _ in 0..<2000 { cycle() }
@@ -521,8 +523,46 @@ final class WorkgroupSplitTests: XCTestCase {
             let statistics = scheduler.statistics()
             let split = try XCTUnwrap(statistics.split)
             XCTAssertEqual(statistics.lateLevels + split.lateSplits, 0)
-            if !takeBack { XCTAssertGreaterThan(split.jobs.intervals, 2 * 6000 / 2, "parts did not run on the split helpers") }
-            XCTAssertTrue(try threadNames().contains("swconv-split0"))
+            if !takeBack { XCTAssertGreaterThan(split.jobs.intervals, 2 * 6000 / 2, "parts did not run on the helpers") }
+        }
+    }
+
+    /// On the process's workgroup (the default) a split node's levels and parts share its helpers:
+    /// as many as the larger request, no split helpers of their own. Unshared, the node has both.
+    func testSplitPartsAndLevelsRunOnTheProcesssWorkgroup() throws {
+        var generator = SeededGenerator(seed: 35)
+        let matrix = ConvolutionMatrix(
+            inputCount: 3, outputCount: 3,
+            entries: (0..<3).map { .init(input: $0, output: $0, impulse: [Float].noise(20000, using: &generator)) })
+        let input = (0..<3).map { _ in [Float].noise(30000, using: &generator) }
+        let expected = render(
+            try ConvolutionEngine(matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000)), input,
+            callSizes: [64])
+        for shared in [true, false] {
+            var configuration = splitConfiguration(splitThreads: 2, takeBack: false)
+            configuration.sharedWorkgroup = shared
+            let scheduler = WorkgroupLevelScheduler(configuration: configuration)
+            let engine = try ConvolutionEngine(
+                matrix: matrix, configuration: manyLevelConfiguration(impulseLength: 20000), scheduler: scheduler)
+            XCTAssertEqual(engine.splitPartCount, 3)
+            let helpers = try threadNames().filter { $0.hasPrefix("swconv-") }
+            let actual = render(engine, input, callSizes: [64], scheduler: scheduler)
+            scheduler.stop()
+            let statistics = scheduler.statistics()
+            if shared {
+                XCTAssertTrue(statistics.shared)
+                XCTAssertEqual(helpers.count, 2, "one group of max(1 level helper, 2 parts) helpers: \(helpers)")
+                XCTAssertFalse(helpers.contains { $0.hasPrefix("swconv-split") }, "\(helpers)")
+            } else {
+                XCTAssertFalse(statistics.shared)
+                XCTAssertEqual(helpers.sorted(), ["swconv-helper0", "swconv-split0", "swconv-split1"])
+            }
+            XCTAssertGreaterThan(try XCTUnwrap(statistics.split).jobs.intervals, 0, "no part ran on a helper (shared \(shared))")
+            XCTAssertGreaterThan(statistics.helpers.intervals, 0, "no level ran on a helper (shared \(shared))")
+            XCTAssertEqual(ProcessWorkgroup.threadCount(), 0, "the group ends with its last member")
+            for output in 0..<3 {
+                XCTAssertNil(firstBitDifference(actual[output], expected[output]), "shared \(shared), output \(output)")
+            }
         }
     }
 }

@@ -177,6 +177,9 @@ final class ControlTests: XCTestCase {
         }
         // split = on: the head's per-output work of the two outputs goes to two parts.
         XCTAssertEqual(number(first["convolver.split-parts"]), 2, "\(first)")
+        // Its part runs on the process's workgroup (this IR has no level on a helper).
+        XCTAssertTrue("\(first["convolver.workgroup"] ?? "")".hasPrefix("process "), "\(first)")
+        XCTAssertGreaterThanOrEqual(number(first["convolver.helper-threads"]) ?? 0, 1, "\(first)")
         usleep(2_200_000)
         let second = try statistics()
         print("statistics: \(second)")
