@@ -38,7 +38,7 @@ enum BenchCommand: Command {
                             job the engine estimates at most N µs (and 2% of the call period), and plan
                             for it; 0: off (default: the node's, 50)
           --split M         with --threads: split the data thread's own share (the head's per-output
-                            work) across split helpers within each call, fork-join: on, off (default)
+                            work) across the helpers within each call, fork-join: on, off (default)
                             or auto (when its estimated cost exceeds half the call period); several
                             modes, comma-separated, run one after the other against the same inline run
         """
