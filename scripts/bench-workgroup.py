@@ -10,7 +10,7 @@ The four nodes, fed the same stereo noise by one pw-play and recorded by one rec
   fir     a 2x2 true-stereo FIR of 65 536 taps, 2 in, 2 out;
   sofa    a SOFA source: Debian's KEMAR set at azimuth 30, 1 in, 2 out.
 Per mode and round: the process's CPU (all threads, /proc/PID/stat), its helper threads
-(swconv-helper*), and per node its data-thread busy p99 (`pw-convolver top --batch`), its late
+(swconv-*: level helpers, and with --split the split helpers of separate pools), and per node its data-thread busy p99 (`pw-convolver top --batch`), its late
 levels and own late cycles (its convolver.* properties), and its own record of every call held to
 an independent convolution (judge_record.py: numpy/scipy; the SOFA node's filters are what
 `pw-convolver render` makes of a unit impulse with the same keys, so that one checks the live
@@ -20,6 +20,7 @@ node's own late cycles in each mode.
   /usr/bin/python3 scripts/bench-workgroup.py                           # 20 s x 2 rounds at 256, 60 s at 64
   /usr/bin/python3 scripts/bench-workgroup.py --seconds 10 --rounds 1 --late-seconds 10   # a smoke run
   /usr/bin/python3 scripts/bench-workgroup.py --threads 3 --rounds 4    # pools of 3 helpers per node on 2 CPUs
+  /usr/bin/python3 scripts/bench-workgroup.py --split on --late-seconds 0   # every node's head split in two parts
 """
 import argparse
 import importlib.util
@@ -73,8 +74,8 @@ def write_impulses(directory, executable):
     }
 
 
-def module_arguments(node, directory, entries, shared, record, threads):
-    workgroup = f"workgroup = {{ shared = {'true' if shared else 'false'} threads = {threads} }}"
+def module_arguments(node, directory, entries, shared, record, threads, split):
+    workgroup = f"workgroup = {{ shared = {'true' if shared else 'false'} threads = {threads} split = {split} }}"
     name = f"node.name = wg-{node} {workgroup} test.record-calls = \"{record}\""
     if node == "reverb":
         return f'{name} filename = "{directory}/reverb.wav" audio.position = [ FL FR ]'
@@ -85,9 +86,10 @@ def module_arguments(node, directory, entries, shared, record, threads):
     return f"{name} audio.position = [ {' '.join(positions)} ] output.position = [ FL FR ] impulses = [ {matrix} ]"
 
 
-def client_config(directory, entries, shared, records, threads):
+def client_config(directory, entries, shared, records, threads, split):
     modules = "\n".join(f"  {{ name = libpipewire-module-swift-convolver args = {{ "
-                        f"{module_arguments(node, directory, entries, shared, records[node], threads)} }} }}" for node in NODES)
+                        f"{module_arguments(node, directory, entries, shared, records[node], threads, split)} }} }}"
+                        for node in NODES)
     return live.CLIENT_MODULES + modules + "\n]\n"
 
 
@@ -103,16 +105,16 @@ def helper_threads(pid):
                 names.append(comm.read().strip())
         except FileNotFoundError:
             continue
-    return sum(name.startswith("swconv-helper") for name in names)
+    return sum(name.startswith("swconv-") for name in names)
 
 
-def run_mode(graph, directory, entries, shared, quantum, seconds, executable, threads, tag):
+def run_mode(graph, directory, entries, shared, quantum, seconds, executable, threads, split, tag):
     """Plays noise through the four nodes in one process; the measurements of one mode."""
     tag = f"{tag}-{'shared' if shared else 'separate'}-{quantum}-{time.monotonic_ns() % 100000}"
     records = {node: os.path.join(directory, f"calls-{node}-{tag}.f32") for node in NODES}
     conf = os.path.join(directory, f"{tag}.conf")
     with open(conf, "w") as out:
-        out.write(client_config(directory, entries, shared, records, threads))
+        out.write(client_config(directory, entries, shared, records, threads, split))
     graph.run("pw-metadata", "-n", "settings", "0", "clock.force-quantum", str(quantum))
     process = graph.start(["pipewire", "-c", conf], f"{tag}.log")
     try:
@@ -161,12 +163,16 @@ def run_mode(graph, directory, entries, shared, quantum, seconds, executable, th
             process.kill()
     rows = live.parse_top_total(top_output)
     result = {"cpu": 100 * cpu / wall, "helpers": helpers, "nodes": {}}
+    split_parts = {node: int(stats[node].get("split-parts", 1)) for node in NODES}
+    if any(parts > 1 for parts in split_parts.values()):
+        result["split_parts"] = split_parts
     for node in NODES:
         row = rows.get(f"wg-{node}", {})
         result["nodes"][node] = {
             "p99": row.get("busy_p99", float("nan")),
             "late_levels": int(stats[node].get("late-levels", -1)),
             "own_late": int(stats[node].get("late-cycles-own", -1)),
+            "late_splits": int(stats[node].get("late-splits", 0)),
             "error_db": judge(records[node], node, entries[node]),
         }
     return result
@@ -193,8 +199,12 @@ def describe(result):
     parts = []
     for node, r in result["nodes"].items():
         record = "no record" if r["error_db"] is None else f"record {r['error_db']:.0f} dB"
-        parts.append(f"{node}: p99 {r['p99']:.1f} µs, late levels {r['late_levels']}, own late {r['own_late']}, {record}")
-    return f"CPU {result['cpu']:.2f} %, helpers {result['helpers']}; " + "; ".join(parts)
+        late_splits = f", late splits {r['late_splits']}" if result.get("split_parts") else ""
+        parts.append(f"{node}: p99 {r['p99']:.1f} µs, late levels {r['late_levels']}{late_splits}, own late {r['own_late']}, "
+                     f"{record}")
+    split = result.get("split_parts")
+    split = f" (split parts {', '.join(f'{node} {parts}' for node, parts in split.items())})" if split else ""
+    return f"CPU {result['cpu']:.2f} %, helpers {result['helpers']}{split}; " + "; ".join(parts)
 
 
 def main():
@@ -207,6 +217,8 @@ def main():
     parser.add_argument("--threads", default="auto",
                         help="each node's workgroup.threads (default auto: online CPUs - 1); more than the machine "
                         "has shows what separate pools cost where a desktop's cores are many")
+    parser.add_argument("--split", default="auto", choices=["auto", "on", "off"],
+                        help="each node's workgroup.split (default auto, the module's)")
     parser.add_argument("--executable", default=os.path.join(ROOT, ".build/release/pw-convolver"))
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = parser.parse_args()
@@ -221,11 +233,11 @@ def main():
     try:
         entries = write_impulses(directory, args.executable)
         print(f"four nodes in one process at quantum {args.quantum}, {args.seconds:g} s, {args.rounds} round(s); "
-              f"{os.cpu_count()} CPUs; workgroup.threads = {args.threads} per node")
+              f"{os.cpu_count()} CPUs; workgroup.threads = {args.threads}, split = {args.split} per node")
         for round_index in range(args.rounds):
             order = [True, False] if round_index % 2 == 0 else [False, True]
             results = {shared: run_mode(graph, directory, entries, shared, args.quantum, args.seconds, args.executable,
-                                        args.threads, f"r{round_index}") for shared in order}
+                                        args.threads, args.split, f"r{round_index}") for shared in order}
             for shared in order:
                 print(f"round {round_index + 1} {'shared  ' if shared else 'separate'}: {describe(results[shared])}")
             ratios["cpu"].append(results[True]["cpu"] / results[False]["cpu"])
@@ -237,7 +249,7 @@ def main():
         if args.late_seconds > 0:
             for shared in (True, False):
                 result = run_mode(graph, directory, entries, shared, args.late_quantum, args.late_seconds, args.executable,
-                                  args.threads, "late")
+                                  args.threads, args.split, "late")
                 print(f"quantum {args.late_quantum}, {args.late_seconds:g} s, {'shared  ' if shared else 'separate'}: "
                       f"{describe(result)}")
     finally:
