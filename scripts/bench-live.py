@@ -50,6 +50,8 @@ Uses Debian's /usr/bin/python3 with python3-numpy and python3-scipy (installed b
   /usr/bin/python3 scripts/bench-live.py --ir 0.001,3 --quantum 256 --rounds 3  # and the CPU above each floor
   /usr/bin/python3 scripts/bench-live.py --pipewire 1.4 --ir 0.001,3,10 --quantum 256,1024 --rounds 3
   /usr/bin/python3 scripts/bench-live.py --pipewire 1.6 --ir 0.001,3,10 --quantum 256,1024 --rounds 3
+  /usr/bin/python3 scripts/bench-live.py --ir 0.001,3 --quantum 256 --rounds 3 --baseline .build/before/pw-convolver
+                                              # a change against the build before it, in the same rounds
 """
 import argparse
 import json
@@ -294,7 +296,7 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         for channel in ("FL", "FR"):
             graph.run("pw-link", f"play-{tag}:output_{channel}", f"rec-{tag}:input_{channel}")
             graph.run("pw-link", f"play-{tag}:output_{channel}", inputs + channel)
-        if system == "swift-convolver":
+        if system != "filter-chain":
             settle_on_quantum(graph, name, quantum)
         cpu_start, wall_start = process_cpu_seconds(node.pid), time.monotonic()
         threads_start = thread_cpu_seconds(node.pid)
@@ -308,7 +310,7 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
             profile.stop()
         threads = {name: 100 * (seconds_used - threads_start.get(name, 0)) / wall
                    for name, seconds_used in thread_cpu_seconds(node.pid).items()}
-        statistics = node_statistics(graph, measured[0]) if system == "swift-convolver" else {}
+        statistics = node_statistics(graph, measured[0]) if system != "filter-chain" else {}
         time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
         top.send_signal(signal.SIGINT)
         top_output = top.communicate(timeout=30)[0]
@@ -419,19 +421,40 @@ def compare_recording(recording, ir_path):
     return {"wrong": wrong, "errorDB": 10 * np.log10(max(error, 1e-30) / max(energy, 1e-30))}
 
 
-def print_above_floor(by_run, key, label):
+def print_ratios(by_run, system, reference_system, rounds):
+    """Per case, `system`'s CPU and busy times over `reference_system`'s, in the rounds both ran."""
+    ratios = {}
+    for (ir_seconds, quantum, round_index, name), ours in by_run.items():
+        reference = by_run.get((ir_seconds, quantum, round_index, reference_system))
+        if name == system and reference:
+            ratios.setdefault((ir_seconds, quantum), []).append(
+                {key: ours[key] / reference[key] for key in ("cpu_percent", "busy_p99_us", "busy_max_us")})
+    if not ratios:
+        return
+    print(f"\n{system} / {reference_system}, same case" + (" and round: the median of the rounds"
+                                                        " (each round's in brackets)" if rounds > 1 else ":"))
+    for (ir_seconds, quantum), by_round in ratios.items():
+        def ratio(key, digits):
+            values = [r[key] for r in by_round]
+            median = f"{statistics.median(values):.{digits}f}x"
+            return median if len(values) == 1 else f"{median} ({' '.join(f'{v:.{digits}f}' for v in values)})"
+        print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ratio('cpu_percent', 2)}, busy p99 {ratio('busy_p99_us', 3)},"
+              f" busy max {ratio('busy_max_us', 3)}")
+
+
+def print_above_floor(by_run, key, label, system, reference_system):
     """With a near-empty IR in the run (--ir 0.001 beside the others), each system's CPU in that case is its
     floor at that quantum and round: waking a client process every cycle and passing buffers, which is
     most of what any node costs here. Each case's CPU above its floor is then the convolution's own cost."""
-    floors = {(quantum, round_index, system): r[key]
-              for (ir_seconds, quantum, round_index, system), r in by_run.items() if ir_seconds <= FLOOR_IR_SECONDS}
+    floors = {(quantum, round_index, name): r[key]
+              for (ir_seconds, quantum, round_index, name), r in by_run.items() if ir_seconds <= FLOOR_IR_SECONDS}
     rows = {}
-    for (ir_seconds, quantum, round_index, system), ours in by_run.items():
-        reference = by_run.get((ir_seconds, quantum, round_index, "filter-chain"))
-        if system == "filter-chain" or not reference or ir_seconds <= FLOOR_IR_SECONDS:
+    for (ir_seconds, quantum, round_index, name), ours in by_run.items():
+        reference = by_run.get((ir_seconds, quantum, round_index, reference_system))
+        if name != system or not reference or ir_seconds <= FLOOR_IR_SECONDS:
             continue
         our_floor = floors.get((quantum, round_index, system))
-        reference_floor = floors.get((quantum, round_index, "filter-chain"))
+        reference_floor = floors.get((quantum, round_index, reference_system))
         if our_floor is None or reference_floor is None:
             continue
         above, reference_above = ours[key] - our_floor, reference[key] - reference_floor
@@ -440,7 +463,7 @@ def print_above_floor(by_run, key, label):
     if not rows:
         return
     print(f"\nCPU above each system's floor ({label}; the floor: its CPU with a {FLOOR_IR_SECONDS:g} s IR at the same"
-          " quantum and round), % of a core: ours / filter-chain's, ratio; the median ratio first:")
+          f" quantum and round), % of a core: {system} / {reference_system}, ratio; the median ratio first:")
     for (ir_seconds, quantum), rounds in rows.items():
         median = statistics.median(ratio for _, _, ratio in rounds)
         print(f"{ir_seconds:>5g} {quantum:>7}  {median:.2f}x  ("
@@ -457,6 +480,8 @@ def main():
                         help="the PipeWire to run on: this system's, 1.4.2 from scripts/pipewire-1.4.sh, "
                         "or 1.6 in the sid root of scripts/debian-root.sh")
     parser.add_argument("--executable", help="pw-convolver (default: the release build for that PipeWire)")
+    parser.add_argument("--baseline", help="an earlier build's pw-convolver (inside the checkout, for --pipewire"
+                        " 1.6), run as a third system, 'baseline', in the same rounds: a change before and after")
     parser.add_argument("--rounds", type=int, default=1,
                         help="runs of each case, the systems' order alternating (default 1)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory (recordings, logs)")
@@ -483,6 +508,8 @@ def main():
         print("note: `pw-convolver run` is not available in this build yet: measuring filter-chain only",
               file=sys.stderr)
         systems.remove("swift-convolver")
+    if args.baseline:
+        systems.append("baseline")
 
     directory = tempfile.mkdtemp(prefix="swconv-bench-live-")
     os.chmod(directory, 0o700)
@@ -518,8 +545,9 @@ def main():
                         print(f"... {system}: IR {ir_seconds:g} s, quantum {quantum}"
                               + (f", round {round_index}" if args.rounds > 1 else ""), file=sys.stderr, flush=True)
                         try:
+                            executable = args.baseline if system == "baseline" else args.executable
                             result = run_case(graph, system, ir_path, ir_seconds, quantum, input_path, args.seconds,
-                                              args.executable, profiled, args.own_record)
+                                              executable, profiled, args.own_record)
                         except (RuntimeError, subprocess.SubprocessError) as error:  # one failed case, not the run
                             print(f"    failed: {error}", file=sys.stderr)
                             results.append((ir_seconds, quantum, round_index, system, None))
@@ -555,26 +583,14 @@ def main():
               f" {r['busy_max_us']:>11.1f} {r['late']:>5} {str(r['driver_late']):>8} {c['wrong']:>7}"
               f" {c['errorDB']:>8.1f}  {recorder_busy(r)}")
     by_run = {(ir_seconds, quantum, round_index, system): r for ir_seconds, quantum, round_index, system, r in results if r is not None}
-    # Per case, the ratios of the rounds in which both systems ran.
-    ratios = {}
-    for (ir_seconds, quantum, round_index, system), ours in by_run.items():
-        reference = by_run.get((ir_seconds, quantum, round_index, "filter-chain"))
-        if system == "swift-convolver" and reference:
-            ratios.setdefault((ir_seconds, quantum), []).append(
-                {key: ours[key] / reference[key] for key in ("cpu_percent", "busy_p99_us", "busy_max_us")})
-    if ratios:
-        print("\nswift-convolver / filter-chain, same case" + (" and round: the median of the rounds"
-                                                            " (each round's in brackets)" if args.rounds > 1 else ":"))
-        for (ir_seconds, quantum), rounds in ratios.items():
-            def ratio(key, digits):
-                values = [r[key] for r in rounds]
-                median = f"{statistics.median(values):.{digits}f}x"
-                return median if len(values) == 1 else f"{median} ({' '.join(f'{v:.{digits}f}' for v in values)})"
-            print(f"{ir_seconds:>5g} {quantum:>7}  CPU {ratio('cpu_percent', 2)}, busy p99 {ratio('busy_p99_us', 3)},"
-                  f" busy max {ratio('busy_max_us', 3)}")
-    print_above_floor(by_run, "cpu_percent", "the process's CPU")
-    if profiled:
-        print_above_floor(by_run, "convolution_percent", "the CPU in its convolution code, perf's samples")
+    pairs = [("swift-convolver", "filter-chain"), ("baseline", "filter-chain"), ("swift-convolver", "baseline")]
+    for ours, reference in pairs:
+        print_ratios(by_run, ours, reference, args.rounds)
+    for ours, reference in pairs:
+        print_above_floor(by_run, "cpu_percent", "the process's CPU", ours, reference)
+        if profiled:
+            print_above_floor(by_run, "convolution_percent", "the CPU in its convolution code, perf's samples",
+                              ours, reference)
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None:
@@ -585,7 +601,7 @@ def main():
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None and r["statistics"]:
             st = r["statistics"]
-            print(f"{case(ir_seconds, quantum, round_index)}  calls {st.get('calls')}, late cycles {st.get('late-cycles')} "
+            print(f"{case(ir_seconds, quantum, round_index)}  {system}: calls {st.get('calls')}, late cycles {st.get('late-cycles')} "
                   f"(started late {st.get('late-cycles-started-late')}, own {st.get('late-cycles-own')}, stalled {st.get('late-cycles-stalled')}), missed cycles {st.get('missed-cycles')}, "
                   f"late levels {st.get('late-levels')}, helper margin p99 {st.get('helper-margin-p99-us')} µs, "
                   f"busy p99/max {st.get('busy-p99-us')}/{st.get('busy-max-us')} µs, swaps {st.get('swaps')}, "
