@@ -10,8 +10,9 @@ The four nodes, fed the same stereo noise by one pw-play and recorded by one rec
   fir     a 2x2 true-stereo FIR of 65 536 taps, 2 in, 2 out;
   sofa    a SOFA source: Debian's KEMAR set at azimuth 30, 1 in, 2 out.
 Per mode and round: the process's CPU (all threads, /proc/PID/stat), its helper threads
-(swconv-*: level helpers, and with --split the split helpers of separate pools), and per node its data-thread busy p99 (`pw-convolver top --batch`), its late
-levels and own late cycles (its convolver.* properties), and its own record of every call held to
+(swconv-*: level helpers, and with --split the split helpers of separate pools), and per node its
+data-thread busy p99 (`pw-convolver top --batch`), its late levels and own late cycles (its
+convolver.* properties), and its own record of every call held to
 an independent convolution (judge_record.py: numpy/scipy; the SOFA node's filters are what
 `pw-convolver render` makes of a unit impulse with the same keys, so that one checks the live
 path against the offline one). Then the same four at `--late-quantum` for `--late-seconds`: each
