@@ -12,10 +12,10 @@ Cases:
           gain, the right one behind a `delay` node (speaker alignment): 2 inputs, 2 outputs.
   room-eq the same with a sub-sonic `bq_highpass` (20 Hz) and a 10-band `param_eq` in front of
           each FIR (filter-chain has `param_eq` from 1.4 on: `--pipewire 1.4`).
-Per case: the process's CPU (all threads), its data-thread busy p99/max and late cycles (the
-profiler, `pw-convolver top --batch`, the worse of each system's two streams), the driver's own
-late cycles, and for ours its own late cycles (convolver.late-cycles-own) and its record of every
-call held to an independent evaluation of the config (judge_filter_graph.py, error in dB).
+Per case: the process's CPU (all threads, then by thread), its data-thread busy p99/max and late
+cycles (the profiler, `pw-convolver top --batch`, the worse of each system's two streams), the
+driver's own late cycles, and for ours its own late cycles (convolver.late-cycles-own) and its record
+of every call held to an independent evaluation of the config (judge_filter_graph.py, error in dB).
 The record (`test.record-calls`, a test seam: a copy of every call's input and output) costs our
 node CPU and busy time that a user's node does not spend, so by default the timed rounds run
 without it and one check run of ours per case and quantum (round "check", at most 5 s, not in
@@ -213,11 +213,13 @@ def run_case(graph, system, case, quantum, seconds, directory, executable, one_d
         if system == "swift-convolver":
             live.settle_on_quantum(graph, capture, quantum)
         cpu_start, wall_start = live.process_cpu_seconds(node.pid), time.monotonic()
+        threads_start = live.thread_cpu_seconds(node.pid)
         top = subprocess.Popen([executable, "top", "--batch"], env=graph.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
         player.wait(timeout=seconds + 60)
         cpu = live.process_cpu_seconds(node.pid) - cpu_start
         wall = time.monotonic() - wall_start
+        threads = {name: 100 * (used - threads_start.get(name, 0)) / wall for name, used in live.thread_cpu_seconds(node.pid).items()}
         stats = live.node_statistics(graph, capture) if system == "swift-convolver" else {}
         time.sleep(1.0)
         top.send_signal(signal.SIGINT)
@@ -234,7 +236,7 @@ def run_case(graph, system, case, quantum, seconds, directory, executable, one_d
     busy = [rows[name] for name in (capture, playback) if name in rows]
     if not busy:
         raise RuntimeError(f"top saw neither {capture} nor {playback}:\n{top_output[-2000:]}")
-    result = {"cpu": 100 * cpu / wall, "p99": max(r["busy_p99"] for r in busy), "max": max(r["busy_max"] for r in busy),
+    result = {"cpu": 100 * cpu / wall, "threads": threads, "p99": max(r["busy_p99"] for r in busy), "max": max(r["busy_max"] for r in busy),
               "late": max(r["late"] for r in busy), "driver_late": rows.get("Dummy-Driver", {}).get("late"), "stats": stats}
     if record and os.path.exists(record):
         judge_spec = record + ".json"
@@ -326,6 +328,11 @@ def main():
                 f"{label} {statistics.median(values):.2f}x ({' '.join(f'{v:.2f}' for v in values)})"
                 for label, values in (("CPU", ratios["cpu"]), ("busy p99", ratios["p99"]), ("busy max", ratios["max"]))))
     print_above_floor(results, args.rounds)
+    print("\nCPU % by thread (threads of one name summed; N stands for a number; main: the process's main loop):")
+    for (case, quantum, round_index, system), r in sorted(results.items(), key=check_last):
+        shares = sorted(r["threads"].items(), key=lambda item: -item[1])
+        print(f"{case:<7} {quantum:>7} {round_index or 'check':>5}  {system:<16} "
+              + "  ".join(f"{name} {share:.2f}" for name, share in shares if share >= 0.005))
 
 
 def print_above_floor(results, rounds):

@@ -170,7 +170,8 @@ def process_cpu_seconds(pid):
 
 def thread_cpu_seconds(pid):
     """utime + stime per thread name (e.g. the data thread "data-loop.0" or "pipewire", our helpers
-    "swconv-…"), summed over threads of the same name: where a process spends its CPU."""
+    "swconv-…"), summed over threads of the same name: where a process spends its CPU. The process's
+    own first thread (its main loop) is "main": PipeWire 0.3.65 names its data thread "pipewire" too."""
     by_name = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
@@ -178,7 +179,7 @@ def thread_cpu_seconds(pid):
                 head, tail = stat.read().rsplit(")", 1)
         except FileNotFoundError:  # the thread ended meanwhile
             continue
-        name = re.sub(r"\d+$", "N", head.split("(", 1)[1])
+        name = "main" if int(tid) == pid else re.sub(r"\d+$", "N", head.split("(", 1)[1])
         fields = tail.split()
         by_name[name] = by_name.get(name, 0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
     return by_name
