@@ -219,7 +219,8 @@ def run_case(graph, system, case, quantum, seconds, directory, executable, one_d
         player.wait(timeout=seconds + 60)
         cpu = live.process_cpu_seconds(node.pid) - cpu_start
         wall = time.monotonic() - wall_start
-        threads = {name: 100 * (used - threads_start.get(name, 0)) / wall for name, used in live.thread_cpu_seconds(node.pid).items()}
+        threads = {name: 100 * (used - threads_start.get(name, 0)) / wall
+                   for name, used in live.thread_cpu_seconds(node.pid).items()}
         stats = live.node_statistics(graph, capture) if system == "swift-convolver" else {}
         time.sleep(1.0)
         top.send_signal(signal.SIGINT)
@@ -330,9 +331,7 @@ def main():
     print_above_floor(results, args.rounds)
     print("\nCPU % by thread (threads of one name summed; N stands for a number; main: the process's main loop):")
     for (case, quantum, round_index, system), r in sorted(results.items(), key=check_last):
-        shares = sorted(r["threads"].items(), key=lambda item: -item[1])
-        print(f"{case:<7} {quantum:>7} {round_index or 'check':>5}  {system:<16} "
-              + "  ".join(f"{name} {share:.2f}" for name, share in shares if share >= 0.005))
+        print(f"{case:<7} {quantum:>7} {round_index or 'check':>5}  {system:<16} {live.thread_shares(r['threads'])}")
 
 
 def print_above_floor(results, rounds):

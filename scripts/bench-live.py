@@ -185,6 +185,12 @@ def thread_cpu_seconds(pid):
     return by_name
 
 
+def thread_shares(threads):
+    """A case's CPU % by thread (thread_cpu_seconds over the case), largest first, as one line."""
+    shares = sorted(threads.items(), key=lambda item: -item[1])
+    return "  ".join(f"{name} {share:.2f}" for name, share in shares if share >= 0.005)
+
+
 class Profile:
     """`perf record` of one process, a cpu-clock sample every PROFILE_PERIOD_NS of its CPU time, and
     which of those samples are the convolution's. Ours: the helper threads' (they run nothing else),
@@ -595,9 +601,7 @@ def main():
     print("\nCPU % by thread (threads of one name summed; N stands for a number):")
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None:
-            shares = sorted(r["threads"].items(), key=lambda item: -item[1])
-            print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} "
-                  + "  ".join(f"{name} {share:.2f}" for name, share in shares if share >= 0.005))
+            print(f"{case(ir_seconds, quantum, round_index)}  {system:<16} {thread_shares(r['threads'])}")
     print("\nswift-convolver's own statistics at the end of each case (node properties convolver.*):")
     for ir_seconds, quantum, round_index, system, r in results:
         if r is not None and r["statistics"]:
