@@ -36,10 +36,11 @@ case "$which" in all|system|pipewire-1.4|pipewire-1.6) ;; *) echo "usage: $0 [al
 # contract is a property of the optimised code). -enable-testing for the @testable imports.
 # XCTest only (there are no swift-testing tests), each test run once: a failure fails `make test`.
 build_flags=(-c release -Xswiftc -enable-testing)
-results=$(mktemp)
-trap 'rm -f "$results"; end_leftover_processes' EXIT
+results=$(mktemp) failures=$(mktemp)
+trap 'rm -f "$results" "$failures"; end_leftover_processes' EXIT
 
-# record LABEL COMMAND...: runs an XCTest run, shows its output and appends its counts to $results.
+# record LABEL COMMAND...: runs an XCTest run, shows its output and appends its counts to $results
+# and its failures' messages to $failures (repeated at the end: CI may show only the output's tail).
 record() {
     local label=$1 log status summary executed skipped=0 failed
     shift
@@ -50,6 +51,7 @@ record() {
     set -e
     summary=$(grep -E 'Executed [0-9]+ tests?, with ' "$log" | tail -n 1 || true)
     failed=$(grep -oE "Test Case '[A-Za-z0-9_]+\.[A-Za-z0-9_]+' failed" "$log" | sort -u | grep -c . || true)
+    grep -E "^[^ ]*:[0-9]+: error: |Test Case '[^']*' failed|Fatal error: |Exited with unexpected" "$log" | cut -c1-600 | sed "s/^/$label: /" >>"$failures" || true
     rm -f "$log"
     if [[ ! $summary =~ Executed\ ([0-9]+)\ tests? ]]; then
         echo "run-tests: $label: no XCTest summary found" >&2
@@ -168,6 +170,10 @@ done <"$results"
 for label in "${labels[@]}"; do
     each+=("${label//-/ }: ${label_passed[$label]} passed, ${label_failed[$label]} failed, ${label_skipped[$label]} skipped")
 done
+if [ -s "$failures" ]; then
+    echo "run-tests: what failed (the suites' output above has the rest):"
+    cat "$failures"
+fi
 echo "run-tests: $(IFS=';'; echo "${each[*]}" | sed 's/;/; /g')"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$status"
