@@ -53,17 +53,6 @@ final class FilterChainComparisonTests: XCTestCase {
                 .replacingOccurrences(of: "playback.props = {", with: "playback.props = { node.autoconnect = false"))
     }
 
-    private struct Comparison: Decodable {
-        var cycles: Int
-        var agreeing: Int
-        var first_disagreeing: [Int]
-        var error_db: Double
-        var worst: Double
-        var miswired_agreeing: Int
-        var swapped_agreeing: Int
-        var one_sample_late_agreeing: Int
-    }
-
     func testOurHeSuViTranslationSoundsLikeFilterChains() throws {
         // 14 distinct HRIR channels (HeSuVi's order), each with its own tap and decaying noise.
         var random = TestSignals.Random(state: 0x5EED_04E5)
@@ -163,25 +152,12 @@ final class FilterChainComparisonTests: XCTestCase {
         RecordJudge.assertExact(dsp, outputs: 2, label: "convolver-surround")
 
         // Beside filter-chain, cycle by cycle.
-        struct Spec: Encodable {
-            var recording: String, channels: Int, quantum: Int, ours: [Int], theirs: [Int], miswired: [Int]
-        }
-        let comparison: Comparison = try JudgeScript.run(
-            "judge_against_filter_chain.py",
-            Spec(
-                recording: path("rec.f32"), channels: recorded.count, quantum: Self.quantum, ours: [10, 11], theirs: [8, 9],
-                miswired: [12, 13]),
-            workDirectory: daemon.runtimeDirectory)
+        let comparison = try FilterChainJudge.compare(
+            recording: path("rec.f32"), channels: recorded.count, quantum: Self.quantum, ours: [10, 11], theirs: [8, 9],
+            miswired: [12, 13], limitDB: -90, workDirectory: daemon.runtimeDirectory)
         print("HeSuVi beside filter-chain \(PipeWireInstallation.version): \(comparison)")
-        let cycles = Double(comparison.cycles)
-        XCTAssertGreaterThan(comparison.cycles, Int(0.5 * seconds * 48000) / Self.quantum, "too little of filter-chain's output recorded")
-        XCTAssertGreaterThanOrEqual(
-            Double(comparison.agreeing), 0.9 * cycles,
-            "our translation does not sound like filter-chain's sink: cycles \(comparison.first_disagreeing)...")
-        XCTAssertLessThanOrEqual(comparison.error_db, -90, "worst \(comparison.worst)")
-        // The judge's teeth: a mistranslated config, swapped outputs or one sample of latency fail it.
-        XCTAssertLessThan(Double(comparison.miswired_agreeing), 0.1 * cycles)
-        XCTAssertLessThan(Double(comparison.swapped_agreeing), 0.1 * cycles)
-        XCTAssertLessThan(Double(comparison.one_sample_late_agreeing), 0.1 * cycles)
+        FilterChainJudge.assertAgrees(
+            comparison, minimumCycles: Int(0.5 * seconds * 48000) / Self.quantum, limitDB: -90, outputsMayBeSwapped: false,
+            label: "our HeSuVi translation")
     }
 }

@@ -266,6 +266,59 @@ enum GraphJudge {
     }
 }
 
+/// Our node's outputs beside filter-chain's, recorded in the same cycles from one player
+/// (judge_against_filter_chain.py): cycle by cycle they must agree.
+enum FilterChainJudge {
+    struct Comparison: Decodable {
+        var cycles: Int
+        var agreeing: Int
+        var first_disagreeing: [Int]
+        var longest_disagreeing: Int
+        var error_db: Double
+        var worst: Double
+        var miswired_agreeing: Int?
+        var swapped_agreeing: Int
+        var one_sample_late_agreeing: Int
+    }
+
+    /// `ours`, `theirs`, `miswired`: the recorded channels of our outputs, filter-chain's and those of a
+    /// node run on a deliberately mistranslated config (if any), each in the same order.
+    static func compare(
+        recording: String, channels: Int, quantum: Int, ours: [Int], theirs: [Int], miswired: [Int]? = nil, limitDB: Double,
+        workDirectory: String
+    ) throws -> Comparison {
+        struct Spec: Encodable {
+            var recording: String, channels: Int, quantum: Int, ours: [Int], theirs: [Int], miswired: [Int]?
+            var limit_db: Double
+        }
+        return try JudgeScript.run(
+            "judge_against_filter_chain.py",
+            Spec(recording: recording, channels: channels, quantum: quantum, ours: ours, theirs: theirs, miswired: miswired, limit_db: limitDB),
+            workDirectory: workDirectory)
+    }
+
+    /// At least `minimumCycles` of filter-chain's output, nine in ten of them agreeing within `limitDB`,
+    /// and none of the negative controls agreeing. One run of disagreeing cycles up to a quarter of the
+    /// recording is set aside: either sink can miss one of the player's buffers (each takes them on
+    /// its own), and then the two differ for the IR's length; a mistranslation disagrees throughout.
+    static func assertAgrees(
+        _ comparison: Comparison, minimumCycles: Int, limitDB: Double, outputsMayBeSwapped: Bool, label: String,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        let cycles = Double(comparison.cycles)
+        XCTAssertGreaterThan(comparison.cycles, minimumCycles, "\(label): too little of filter-chain's output recorded", file: file, line: line)
+        let missedBuffer = comparison.longest_disagreeing <= comparison.cycles / 4 ? comparison.longest_disagreeing : 0
+        XCTAssertGreaterThanOrEqual(
+            Double(comparison.agreeing), 0.9 * (cycles - Double(missedBuffer)),
+            "\(label) does not sound like filter-chain: cycles \(comparison.first_disagreeing)...", file: file, line: line)
+        XCTAssertLessThanOrEqual(comparison.error_db, limitDB, "\(label): worst \(comparison.worst)", file: file, line: line)
+        // The judge's teeth: a mistranslated config, swapped outputs or one sample of latency fail it.
+        if let miswired = comparison.miswired_agreeing { XCTAssertLessThan(Double(miswired), 0.1 * cycles, label, file: file, line: line) }
+        if !outputsMayBeSwapped { XCTAssertLessThan(Double(comparison.swapped_agreeing), 0.1 * cycles, label, file: file, line: line) }
+        XCTAssertLessThan(Double(comparison.one_sample_late_agreeing), 0.1 * cycles, label, file: file, line: line)
+    }
+}
+
 /// Runs one of the judges' Python scripts on a JSON spec and decodes its JSON answer.
 enum JudgeScript {
     static func run<Spec: Encodable, Answer: Decodable>(_ script: String, _ spec: Spec, workDirectory: String) throws -> Answer {
