@@ -219,8 +219,7 @@ def run_case(graph, system, case, quantum, seconds, directory, executable, one_d
         player.wait(timeout=seconds + 60)
         cpu = live.process_cpu_seconds(node.pid) - cpu_start
         wall = time.monotonic() - wall_start
-        threads = {name: 100 * (used - threads_start.get(name, 0)) / wall
-                   for name, used in live.thread_cpu_seconds(node.pid).items()}
+        threads = live.thread_percent_since(node.pid, threads_start, wall)
         stats = live.node_statistics(graph, capture) if system == "swift-convolver" else {}
         time.sleep(1.0)
         top.send_signal(signal.SIGINT)

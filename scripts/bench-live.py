@@ -185,6 +185,11 @@ def thread_cpu_seconds(pid):
     return by_name
 
 
+def thread_percent_since(pid, start, wall):
+    """CPU % of a core by thread name since `start` (thread_cpu_seconds then), over `wall` seconds."""
+    return {name: 100 * (used - start.get(name, 0)) / wall for name, used in thread_cpu_seconds(pid).items()}
+
+
 def thread_shares(threads):
     """A case's CPU % by thread (thread_cpu_seconds over the case), largest first, as one line."""
     shares = sorted(threads.items(), key=lambda item: -item[1])
@@ -315,8 +320,7 @@ def run_case(graph, system, ir_path, ir_seconds, quantum, input_path, seconds, e
         wall = time.monotonic() - wall_start
         if profile:
             profile.stop()
-        threads = {name: 100 * (seconds_used - threads_start.get(name, 0)) / wall
-                   for name, seconds_used in thread_cpu_seconds(node.pid).items()}
+        threads = thread_percent_since(node.pid, threads_start, wall)
         statistics = node_statistics(graph, measured[0]) if system != "filter-chain" else {}
         time.sleep(1.5)  # pw-play exits once it queued its last buffer: let the last of it reach pw-record
         top.send_signal(signal.SIGINT)
