@@ -13,8 +13,9 @@ run of them is given: the test may set one such run aside (FilterChainJudge.asse
 Spec (JSON, argv[1]): recording (raw interleaved float32), channels, quantum (frames per cycle,
 the recording's cycles from its first frame), ours, theirs and miswired (the recorded channels of
 our node's outputs, filter-chain's, and optionally those of our node run on a deliberately
-mistranslated config, each in the same order), and optionally limit_db (default -90): where filter-chain's own
-float arithmetic is further from the exact result than that (its biquads: docs/facts.md).
+mistranslated config, each in the same order), and optionally limit_db (default -90): where
+filter-chain's own float arithmetic is further from the exact result than that (its biquads:
+docs/facts.md).
 Answer (JSON, stdout):
   cycles      cycles in which filter-chain's output is not silent
   agreeing    of those, cycles where ours is within limit_db of filter-chain's on every output
