@@ -39,15 +39,20 @@ let package = Package(
         .target(name: "Workgroup", dependencies: ["FixedMemory"], swiftSettings: realtimeSwiftSettings),
         // The engine's level jobs and split parts on the workgroup's helpers. No PipeWire.
         .target(name: "LevelScheduling", dependencies: ["Convolution", "Workgroup"], swiftSettings: realtimeSwiftSettings),
+        // The node's graph and configuration without PipeWire: SPA-JSON, module arguments, filter-chain's
+        // graphs read and compiled, engine requests, control answers, this machine's costs.
+        .target(
+            name: "ConvolverGraph", dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling"],
+            swiftSettings: realtimeSwiftSettings),
         // The PipeWire filter node: ports, process(), params, statistics, module entry.
         .target(
             name: "ConvolverNode",
-            dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling", "CPipeWire", "CConvolverShims"],
+            dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling", "ConvolverGraph", "CPipeWire", "CConvolverShims"],
             swiftSettings: realtimeSwiftSettings),
 
         // Wiring only.
         .executableTarget(
-            name: "pw-convolver", dependencies: ["FixedMemory", "ConvolverNode", "LevelScheduling", "Workgroup"],
+            name: "pw-convolver", dependencies: ["FixedMemory", "ConvolverGraph", "ConvolverNode", "LevelScheduling", "Workgroup"],
             swiftSettings: realtimeSwiftSettings),
         .target(
             name: "SwiftConvolverModule", dependencies: ["ConvolverNode"],
@@ -76,10 +81,10 @@ let package = Package(
         // The node's parts without a daemon: configuration, graphs, params, statistics.
         .testTarget(
             name: "ConvolverNodeTests",
-            dependencies: ["ConvolverNode", "LevelScheduling", "Workgroup", "CPipeWire", "EngineTestSupport"]),
+            dependencies: ["ConvolverGraph", "ConvolverNode", "LevelScheduling", "Workgroup", "CPipeWire", "EngineTestSupport"]),
         // Against private PipeWire daemons (started by the tests): the module, its client, its tools, the package.
         .testTarget(
-            name: "LiveTests", dependencies: ["ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
+            name: "LiveTests", dependencies: ["ConvolverGraph", "ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
             exclude: [
                 "Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
                 "Support/sofa_reference.py", "Support/judge_filter_graph.py", "FilterChainConfigs",

@@ -5,6 +5,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import ConvolverGraph
 import Glibc
 import Workgroup
 

@@ -1,4 +1,5 @@
 // Engines for a new graph rate, a new IR or a new quantum, built on a worker thread.
+import ConvolverGraph
 import Dispatch
 import Glibc
 import Synchronization

@@ -1,6 +1,7 @@
 // How an engine is built from a NodeConfiguration: the IRs loaded and aligned, the matrix made,
 // the engine planned. Off the real-time thread.
 import Convolution
+import ConvolverGraph
 import Glibc
 import LevelScheduling
 import Workgroup
@@ -147,7 +148,7 @@ struct EngineFactory {
         _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
         var loaded: [String: ImpulseResponse] = [:]
-        let rules = FilterChainRules.running
+        let rules = FilterChainRules(graph.pipeWire)
         return try graph.matrix(
             inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
             rules: rules

@@ -2,6 +2,7 @@
 // position (`input_<POS>`, `output_<POS>`), routed by hand (pw-link, qpwgraph).
 import CConvolverShims
 import CPipeWire
+import ConvolverGraph
 import FixedMemory
 import Glibc
 import Workgroup

@@ -1,6 +1,7 @@
 // The node as a PipeWire module (libpipewire-module-swift-convolver): one instance per load.
 import CConvolverShims
 import CPipeWire
+import ConvolverGraph
 import Glibc
 
 /// One loaded module: its core connection, its node, and the hooks that tie their lifetimes to
@@ -26,7 +27,7 @@ public final class ConvolverModuleInstance {
         let text = arguments.map { String(cString: $0) } ?? ""
         let configuration: NodeConfiguration
         do {
-            let (parsed, warnings) = try NodeConfiguration.parse(arguments: text)
+            let (parsed, warnings) = try NodeConfiguration.parse(pipeWire: .running, arguments: text)
             for warning in warnings { PipeWireLog.warning(warning) }
             configuration = parsed
         } catch {

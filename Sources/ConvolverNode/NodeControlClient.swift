@@ -4,6 +4,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import ConvolverGraph
 import Glibc
 
 public enum NodeControlError: Error, CustomStringConvertible, Equatable {

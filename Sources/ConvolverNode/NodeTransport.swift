@@ -1,4 +1,5 @@
 import CPipeWire
+import ConvolverGraph
 
 /// How a node meets the graph: one pw_filter with DSP ports (`FilterTransport`, routed by hand),
 /// or a virtual sink's two streams (`SinkTransport`, routed by a session manager). The node owns

@@ -1,5 +1,6 @@
 // The node's output: the engine's (wet) signal, its stereo width set, mixed with the dry input,
 // every amount gliding to the targets the main loop sets, so that control changes never click.
+import ConvolverGraph
 import Synchronization
 
 /// Live gain, mix, bypass and width. The main loop sets targets (`setTargets`); the data thread

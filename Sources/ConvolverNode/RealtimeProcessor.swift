@@ -3,6 +3,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import ConvolverGraph
 import FixedMemory
 import Glibc
 import Synchronization

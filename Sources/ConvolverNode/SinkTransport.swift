@@ -8,6 +8,7 @@
 // can negotiate (a pw_filter's DSP ports offer none).
 import CConvolverShims
 import CPipeWire
+import ConvolverGraph
 import Glibc
 import Synchronization
 import Workgroup

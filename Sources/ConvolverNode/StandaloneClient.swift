@@ -1,6 +1,7 @@
 // The node as an ordinary PipeWire client (`pw-convolver run`): its own main loop and context.
 import CConvolverShims
 import CPipeWire
+import ConvolverGraph
 import Glibc
 
 public enum StandaloneClient {

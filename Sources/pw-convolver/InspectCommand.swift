@@ -1,4 +1,5 @@
 import Convolution
+import ConvolverGraph
 import ConvolverNode
 import Glibc
 import LevelScheduling

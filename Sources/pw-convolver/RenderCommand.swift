@@ -1,4 +1,5 @@
 import Convolution
+import ConvolverGraph
 import ConvolverNode
 import Glibc
 import LevelScheduling
@@ -67,7 +68,7 @@ enum RenderCommand: Command {
         let configuration: NodeConfiguration
         do throws(NodeConfigurationError) {
             for setting in options.strings("--set") { members.append(try SPAJSONMember.setting(setting)) }
-            let (parsed, warnings) = try NodeConfiguration.parse(.object(members))
+            let (parsed, warnings) = try NodeConfiguration.parse(pipeWire: .running, .object(members))
             for warning in warnings { printToStandardError("pw-convolver render: warning: \(warning)") }
             configuration = parsed
         } catch {

@@ -1,5 +1,6 @@
 // `pw-convolver [run] [options]`: the convolver node as a standalone PipeWire client.
 import Convolution
+import ConvolverGraph
 import ConvolverNode
 import Glibc
 
@@ -93,7 +94,7 @@ enum RunCommand: Command {
         }
         let configuration: NodeConfiguration
         do {
-            let (parsed, warnings) = try NodeConfiguration.parse(.object(extra + members))
+            let (parsed, warnings) = try NodeConfiguration.parse(pipeWire: .running, .object(extra + members))
             for warning in warnings { printToStandardError("pw-convolver: warning: \(warning)") }
             configuration = parsed
         } catch {

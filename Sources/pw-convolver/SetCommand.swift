@@ -1,4 +1,5 @@
 // `pw-convolver set NODE KEY=VALUE ...`: live controls by node name, with the node's own answer.
+import ConvolverGraph
 import ConvolverNode
 import Glibc
 

@@ -1,4 +1,5 @@
 // `pw-convolver status [NODE]`: what each running swift-convolver node does now, in a few lines.
+import ConvolverGraph
 import ConvolverNode
 import Glibc
 

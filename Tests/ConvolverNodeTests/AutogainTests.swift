@@ -1,4 +1,5 @@
 import Convolution
+@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest
@@ -57,7 +58,7 @@ final class AutogainTests: XCTestCase {
     }
 
     private func levels(_ arguments: SPAJSONValue) throws -> (differencesDB: [Double], autogainDB: [Double]?) {
-        var (configuration, _) = try NodeConfiguration.parse(arguments)
+        var (configuration, _) = try NodeConfiguration.parse(pipeWire: .running, arguments)
         configuration.workgroupThreads = .fixed(1)
         let prepared = try EngineFactory(context: nil, costs: .typical).preparedMatrix(configuration, sampleRate: 48000)
         let engine = try ConvolutionEngine(matrix: prepared.matrix, configuration: .init(expectedBlockSize: 1024))

@@ -1,3 +1,4 @@
+@testable import ConvolverGraph
 import Foundation
 import XCTest
 

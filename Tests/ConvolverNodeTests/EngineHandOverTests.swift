@@ -1,3 +1,4 @@
+@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import Workgroup

@@ -1,3 +1,4 @@
+@testable import ConvolverGraph
 import XCTest
 
 @testable import ConvolverNode

@@ -1,4 +1,5 @@
 import Convolution
+@testable import ConvolverGraph
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 import Convolution
+@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import LevelScheduling
@@ -53,7 +54,7 @@ final class NodeConfigurationTests: XCTestCase {
     func testGainsInDecibelsPathsFromHomeAndZeroBasedIndices() throws {
         let home = try XCTUnwrap(ProcessInfo.processInfo.environment["HOME"])
         let (configuration, _) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 filename = "~/irs/hall.wav" gain = "-6dB"
                 impulses = [ { input = 0 output = 0 filename = "$HOME/a.wav" gain = "+3 dB" } { input = 1 output = 1 filename = "${HOME}/b.wav" gain = -0.5 } ]
                 """)
@@ -68,7 +69,7 @@ final class NodeConfigurationTests: XCTestCase {
             ("impulses = [ { input = 2 output = 0 filename = x } ]", "impulses[0].input", "counted from 0: 0...1"),
             ("impulses = [ { input = 0 output = 5 filename = x } ]", "impulses[0].output", "counted from 0: 0...1"),
         ] {
-            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: arguments), arguments) { error in
+            XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: arguments), arguments) { error in
                 let error = error as? NodeConfigurationError
                 XCTAssertEqual(error?.key, key, arguments)
                 XCTAssertEqual(error?.message.contains(fragment), true, "\(arguments): \(String(describing: error))")
@@ -82,7 +83,7 @@ final class NodeConfigurationTests: XCTestCase {
     /// one-source case); 0.3.81 and 1.x scale it. Inputs of gain 0 and unconnected ones do not count.
     func testALoneMixerInputIsScaledAsTheRunningFilterChainScalesIt() throws {
         let (configuration, _) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 filter.graph = { nodes = [
                     { type = builtin label = copy name = a }
                     { type = builtin label = mixer name = mix control = { "Gain 1" = 0.5 "Gain 2" = 0 } }
@@ -100,7 +101,7 @@ final class NodeConfigurationTests: XCTestCase {
 
     func testGraphControlsAreNamedAndSetAsFilterChainDoes() throws {
         let (configuration, _) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 filter.graph = { nodes = [
                     { type = builtin label = bq_peaking name = eq control = { Freq = 1000 Gain = 3 } }
                     { type = sofa label = spatializer name = sp config = { filename = "/x.sofa" } control = { Radius = 3 } }
@@ -137,7 +138,7 @@ final class NodeConfigurationTests: XCTestCase {
 
     func testDefaultsAndEveryKey() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 node.name = hall node.description = "Hall" audio.channels = 2 audio.position = [ FL FR ]
                 filename = "/ir.wav" gain = 0.5 mix = 0.25 bypass = true delay = 10 offset = 20 length = 30
                 resample.quality = 10 workgroup = { threads = 2 rt.prio = 70 } partition = { max = 8192 }
@@ -159,23 +160,23 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.targetObject, "sink")
         XCTAssertEqual(configuration.extraNodeProperties, ["node.group": "g1"])
 
-        let (defaults, _) = try NodeConfiguration.parse(arguments: "filename = builtin:dirac audio.channels = 1")
+        let (defaults, _) = try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = builtin:dirac audio.channels = 1")
         XCTAssertEqual(defaults.positions, ["MONO"])
         XCTAssertEqual(defaults.nodeName, "swift-convolver")
         XCTAssertEqual(defaults.workgroupThreads, .auto)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x audio.channels = 3").0.positions, ["AUX0", "AUX1", "AUX2"])
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x audio.channels = 3").0.positions, ["AUX0", "AUX1", "AUX2"])
     }
 
     /// The test-only keys: off unless given; every fault by its name.
     func testTestOnlyKeys() throws {
-        let defaults = try NodeConfiguration.parse(arguments: "filename = x").0
+        let defaults = try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x").0
         XCTAssertNil(defaults.testRecordCallsPath)
         XCTAssertNil(defaults.testFault)
         XCTAssertEqual(
-            try NodeConfiguration.parse(arguments: "filename = x test.record-calls = \"/tmp/r.f32\"").0.testRecordCallsPath,
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x test.record-calls = \"/tmp/r.f32\"").0.testRecordCallsPath,
             "/tmp/r.f32")
         for fault in TestFault.allCases {
-            XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
+            XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
         }
     }
 
@@ -183,7 +184,7 @@ final class NodeConfigurationTests: XCTestCase {
     /// match object and the name lists as strict JSON; in filter mode they are an error.
     func testSmartFilterKeys() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 filename = x mode = sink filter.smart = true filter.smart.name = "my eq"
                 filter.smart.target = { node.name = "alsa_output.pci" } filter.smart.before = [ eq other ] filter.smart.disabled = false
                 """)
@@ -193,10 +194,10 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.extraNodeProperties["filter.smart.target"], "{ \"node.name\": \"alsa_output.pci\" }")
         XCTAssertEqual(configuration.extraNodeProperties["filter.smart.before"], "[ \"eq\", \"other\" ]")
         XCTAssertEqual(configuration.extraNodeProperties["filter.smart.disabled"], "false")
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x filter.smart = true")) { error in
+        XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x filter.smart = true")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "filter.smart", "\(error)")
         }
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x mode = sink filter.smart = maybe")) { error in
+        XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x mode = sink filter.smart = maybe")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "filter.smart", "\(error)")
         }
     }
@@ -204,7 +205,7 @@ final class NodeConfigurationTests: XCTestCase {
     /// filter-chain's convolver and sink spellings beside ours.
     func testFilterChainSpellings() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 filename = [ "/ir-44100.wav" "/ir-48000.wav" ] resample_quality = 10
                 impulses = [ { input = 0 output = 0 filename = [ /a.wav /b.wav ] } { input = 1 output = 1 filename = "/hilbert" } ]
                 capture.props = { node.name = "effect_input.x" node.description = "X" media.class = Audio/Sink
@@ -225,7 +226,7 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(configuration.playbackNodeName, "effect_output.x")
         // Top-level keys win over the streams' properties.
         let (named, _) = try NodeConfiguration.parse(
-            arguments: "filename = x node.name = mine capture.props = { node.name = theirs media.class = Audio/Sink }")
+            pipeWire: .running, arguments: "filename = x node.name = mine capture.props = { node.name = theirs media.class = Audio/Sink }")
         XCTAssertEqual(named.nodeName, "mine")
         XCTAssertEqual(named.playbackNodeName, "output.mine")
         for (arguments, key) in [
@@ -234,7 +235,7 @@ final class NodeConfigurationTests: XCTestCase {
             ("capture.props = { media.class = Audio/Source }", "capture.props.media.class"),
             ("filename = [ ]", "filename"),
         ] {
-            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + arguments), arguments) { error in
+            XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x " + arguments), arguments) { error in
                 XCTAssertEqual((error as? NodeConfigurationError)?.key, key, "\(arguments): \(error)")
             }
         }
@@ -243,12 +244,12 @@ final class NodeConfigurationTests: XCTestCase {
     /// `latency`: samples or `auto`; the reported latency adds the resampler's kept ringing, and
     /// `auto` is the loudest sample's frame (which includes it).
     func testLatencyKey() throws {
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x latency = 300").0.latency, .samples(300))
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x latency = auto").0.latency, .auto)
-        XCTAssertNil(try NodeConfiguration.parse(arguments: "filename = x").0.latency)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x latency = 300").0.latency, .samples(300))
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x latency = auto").0.latency, .auto)
+        XCTAssertNil(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x").0.latency)
         // Never ignored: a sink's streams report their own latency, so there it is an error.
         for bad in ["latency = -1", "latency = soon", "latency = 1.5", "latency = 300 mode = sink", "latency = auto mode = stream"] {
-            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + bad), bad) { error in
+            XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x " + bad), bad) { error in
                 XCTAssertEqual((error as? NodeConfigurationError)?.key, "latency", "\(bad): \(error)")
             }
         }
@@ -268,7 +269,7 @@ final class NodeConfigurationTests: XCTestCase {
     }
 
     func testUnknownKeysWarn() throws {
-        let (_, warnings) = try NodeConfiguration.parse(arguments: "filename = x colour = blue workgroup = { speed = 2 }")
+        let (_, warnings) = try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x colour = blue workgroup = { speed = 2 }")
         XCTAssertEqual(warnings, ["unknown key 'colour' ignored", "unknown key 'workgroup.speed' ignored"])
     }
 
@@ -283,14 +284,14 @@ final class NodeConfigurationTests: XCTestCase {
             ("test.fault = explode", "test.fault"), ("test.record-calls = \"\"", "test.record-calls"),
         ]
         for (arguments, key) in cases {
-            XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x " + arguments), arguments) { error in
+            XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x " + arguments), arguments) { error in
                 XCTAssertEqual((error as? NodeConfigurationError)?.key, key, "\(arguments): \(error)")
             }
         }
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "gain = 1")) { error in
+        XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "gain = 1")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "filename")
         }
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "{ filename = x ")) { error in
+        XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = x ")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "args")
         }
     }
@@ -310,17 +311,17 @@ final class NodeConfigurationTests: XCTestCase {
                 if round % 3 == 0 { bytes.remove(at: position) } else { bytes[position] = byte }
                 if bytes.isEmpty { break }
             }
-            _ = try? NodeConfiguration.parse(arguments: String(decoding: bytes, as: UTF8.self))
+            _ = try? NodeConfiguration.parse(pipeWire: .running, arguments: String(decoding: bytes, as: UTF8.self))
         }
     }
 
     /// `workgroup.split` in the module's arguments: auto by default, on/off (or true/false), and a
     /// wrong value names the key.
     func testSplitModuleKey() throws {
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x").0.workgroupSplit, .auto)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = on }").0.workgroupSplit, .on)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = false }").0.workgroupSplit, .off)
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = x workgroup = { split = sometimes }")) { error in
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x").0.workgroupSplit, .auto)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = on }").0.workgroupSplit, .on)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = false }").0.workgroupSplit, .off)
+        XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = sometimes }")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "workgroup.split", "\(error)")
         }
     }

@@ -1,4 +1,5 @@
 import CPipeWire
+@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest

@@ -1,4 +1,5 @@
 import Convolution
+@testable import ConvolverGraph
 import Foundation
 import XCTest
 
@@ -309,7 +310,7 @@ final class BadInputTests: XCTestCase {
     /// Unit level: the error message, or nil and the warnings when accepted.
     private func evaluate(_ arguments: String) -> (error: String?, warnings: [String]) {
         do {
-            let (configuration, warnings) = try NodeConfiguration.parse(arguments: "{ \(arguments) }")
+            let (configuration, warnings) = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ \(arguments) }")
             do {
                 _ = try EngineFactory(context: nil, costs: .typical).makeMatrix(configuration, sampleRate: 48000)
                 return (nil, warnings)
@@ -561,7 +562,7 @@ final class BadInputTests: XCTestCase {
                     + " filename = \"builtin:dirac\""
             }
             do {
-                let (configuration, _) = try NodeConfiguration.parse(arguments: "{ \(text) }")
+                let (configuration, _) = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ \(text) }")
                 accepted += 1
                 XCTAssertTrue((0...NodeConfiguration.gainLimit).contains(configuration.gain), text)
                 XCTAssertTrue((0...1).contains(configuration.mix), text)
@@ -584,14 +585,14 @@ final class BadInputTests: XCTestCase {
 
     /// The `crossfade` key's accepted forms and defaults (the rows above only check acceptance).
     func testCrossfadeKeyValues() throws {
-        let defaults = try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" }").0
+        let defaults = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" }").0
         XCTAssertEqual(defaults.crossfadeSeconds, 0.05)
         XCTAssertTrue(defaults.crossfadeEqualPower)
-        let milliseconds = try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear }").0
+        let milliseconds = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear }").0
         XCTAssertEqual(milliseconds.crossfadeSeconds, 0.02, accuracy: 1e-12)
         XCTAssertFalse(milliseconds.crossfadeEqualPower)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = \"2s\" }").0.crossfadeSeconds, 2)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" crossfade = 0 }").0.crossfadeSeconds, 0)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = \"2s\" }").0.crossfadeSeconds, 2)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = 0 }").0.crossfadeSeconds, 0)
     }
 }

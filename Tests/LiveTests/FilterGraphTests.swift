@@ -1,3 +1,4 @@
+import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest

@@ -1,4 +1,5 @@
 import CPipeWire
+@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest
@@ -64,7 +65,7 @@ final class ModuleLifecycleTests: XCTestCase {
         XCTAssertTrue(usage.hasPrefix("( node.name=<name> ) "), usage)
         func known(_ key: String, inside parent: String? = nil) -> Bool {
             let member = parent.map { "\($0) = { \(key) = 1 }" } ?? "\(key) = 1"
-            guard let (_, warnings) = try? NodeConfiguration.parse(arguments: "{ filename = \"builtin:dirac\" \(member) }") else {
+            guard let (_, warnings) = try? NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" \(member) }") else {
                 return true  // a value error: the key is known
             }
             let name = parent.map { "\($0).\(key)" } ?? key

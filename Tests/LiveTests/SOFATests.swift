@@ -1,4 +1,5 @@
 import Convolution
+import ConvolverGraph
 import ConvolverNode
 import EngineTestSupport
 import Foundation
@@ -145,7 +146,7 @@ final class SOFATests: XCTestCase {
         }
         XCTAssertThrowsError(
             try NodeConfiguration.parse(
-                arguments: """
+                pipeWire: .running, arguments: """
                     filename = "\(Self.kemar)" audio.position = [ FL FR AUX0 ]
                     """)
         ) { error in

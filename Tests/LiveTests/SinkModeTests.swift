@@ -1,5 +1,6 @@
 import CConvolverShims
 import Convolution
+@testable import ConvolverGraph
 import Foundation
 import XCTest
 
@@ -466,8 +467,7 @@ final class SinkModeTests: XCTestCase {
     /// build: the package built on Debian 12 (0.3.65's headers) on a 1.x system lost half of what
     /// was played into its sink without it (measured on 1.6.9: 35 968 of 72 000 frames).
     func testCaptureStreamIsAsyncWhereTheRunningPipeWireHasTheFlag() {
-        let version = PipeWireVersion.running.split(separator: ".").compactMap { Int($0) }
-        let hasAsync = version.count == 3 && (version[0], version[1], version[2]) >= (0, 3, 73)
+        let hasAsync = PipeWireVersion.running.isAtLeast(0, 3, 73)
         XCTAssertEqual(cpw_stream_flag_async(), hasAsync ? 1 << 10 : 0, "libpipewire \(PipeWireVersion.running)")
     }
 

@@ -1,4 +1,5 @@
 import Convolution
+import ConvolverGraph
 import ConvolverNode
 import Foundation
 import Glibc
@@ -260,11 +261,11 @@ extension UserConfigTests {
 /// The `mode` and `output.position` keys (no PipeWire needed).
 final class SinkModeConfigurationTests: XCTestCase {
     func testModeKey() throws {
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac").0.mode, .filter)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = sink").0.mode, .sink)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = source").0.mode, .source)
-        XCTAssertEqual(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = stream").0.mode, .stream)
-        XCTAssertThrowsError(try NodeConfiguration.parse(arguments: "filename = builtin:dirac mode = speaker")) { error in
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = builtin:dirac").0.mode, .filter)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = builtin:dirac mode = sink").0.mode, .sink)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = builtin:dirac mode = source").0.mode, .source)
+        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = builtin:dirac mode = stream").0.mode, .stream)
+        XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = builtin:dirac mode = speaker")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "mode")
             XCTAssertTrue("\(error)".contains("'speaker' is not filter, sink, source, stream"), "\(error)")
         }
@@ -272,7 +273,7 @@ final class SinkModeConfigurationTests: XCTestCase {
 
     func testOutputPositions() throws {
         let (configuration, _) = try NodeConfiguration.parse(
-            arguments: """
+            pipeWire: .running, arguments: """
                 audio.position = [ FL FR FC ] output.position = [ FL FR ]
                 impulses = [ { input = 2 output = 1 filename = builtin:dirac } ]
                 """)
@@ -281,14 +282,14 @@ final class SinkModeConfigurationTests: XCTestCase {
         // An output index beyond the outputs names the entry.
         XCTAssertThrowsError(
             try NodeConfiguration.parse(
-                arguments: """
+                pipeWire: .running, arguments: """
                     audio.position = [ FL FR FC ] output.position = [ FL FR ]
                     impulses = [ { input = 2 output = 2 filename = builtin:dirac } ]
                     """)
         ) { error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "impulses[0].output") }
         // Different counts need a matrix.
         XCTAssertThrowsError(
-            try NodeConfiguration.parse(arguments: "audio.position = [ FL FR FC ] output.position = [ FL FR ] filename = builtin:dirac")
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "audio.position = [ FL FR FC ] output.position = [ FL FR ] filename = builtin:dirac")
         ) {
             error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "output.position")
         }

@@ -2,6 +2,7 @@
 // events, timers and SIGINT/SIGTERM, all on the calling thread.
 import CConvolverShims
 import CPipeWire
+import ConvolverGraph
 import Glibc
 
 /// A `pw_main_loop` that SIGINT and SIGTERM quit. Create it before anything else of PipeWire's and

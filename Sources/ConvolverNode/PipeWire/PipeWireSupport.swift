@@ -2,6 +2,7 @@
 // Not real-time code.
 import CConvolverShims
 import CPipeWire
+import ConvolverGraph
 import Glibc
 
 /// PipeWire's log (the daemon's log, or stderr of a client), with the module's prefix.
@@ -11,17 +12,9 @@ enum PipeWireLog {
     static func error(_ message: String) { cpw_log(SPA_LOG_LEVEL_ERROR, "swift-convolver: " + message) }
 }
 
-/// The libpipewire this process runs (not the headers it was built with).
-enum PipeWireVersion {
-    static let running = String(cString: pw_get_library_version())
-    /// Where filter-chain 1.x reads a config differently from 0.3.x, the graph compiler follows the running one.
-    static var runningIsOneDotX: Bool { !running.hasPrefix("0.") }
-
-    /// Whether the running libpipewire is `major.minor.micro` or newer.
-    static func runningIsAtLeast(_ major: Int, _ minor: Int, _ micro: Int = 0) -> Bool {
-        let parts = running.split(separator: ".").map { Int($0) ?? 0 } + [0, 0, 0]
-        return (parts[0], parts[1], parts[2]) >= (major, minor, micro)
-    }
+extension PipeWireVersion {
+    /// The libpipewire this process runs (not the headers it was built with).
+    public static let running = PipeWireVersion(String(cString: pw_get_library_version()))
 }
 
 /// `call`'s result and errno read right after it, inside the closure: once Swift releases the

@@ -3,6 +3,7 @@
 import CConvolverShims
 import CPipeWire
 import Convolution
+import ConvolverGraph
 import Glibc
 
 /// The live controls, as carried by the Props param's `params` struct (filter-chain's convention):

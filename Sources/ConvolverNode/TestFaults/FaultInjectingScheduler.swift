@@ -1,6 +1,7 @@
 // Test only: the engine's faults of `test.fault`, as a decorator of the scheduler the engine is
 // given. The engine and the workgroup scheduler know nothing of them.
 import Convolution
+import ConvolverGraph
 import LevelScheduling
 import Workgroup
 

@@ -1,5 +1,6 @@
 // Test only: the data-thread faults of `test.fault`, as three hooks around one call. The
 // processor holds an injector only when the key is given.
+import ConvolverGraph
 import Glibc
 
 /// Breaks a node's calls the way `fault` says (the faults that live in the engine's scheduler are

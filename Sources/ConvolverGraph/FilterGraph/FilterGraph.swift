@@ -75,6 +75,10 @@ public struct FilterGraph: Sendable, Equatable {
         public var name: String
         public var value: Double?
         public var written: String
+
+        public init(name: String, value: Double?, written: String) {
+            (self.name, self.value, self.written) = (name, value, written)
+        }
     }
 
     public struct Node: Sendable, Equatable {
@@ -121,4 +125,6 @@ public struct FilterGraph: Sendable, Equatable {
     public var inputs: [Port?]
     /// The graph's outputs in channel order; nil for `null` (that channel is silent).
     public var outputs: [Port?]
+    /// The filter-chain it was read for, whose rules it is computed by.
+    public var pipeWire: PipeWireVersion
 }

@@ -80,7 +80,7 @@ public struct NodeConfiguration: Sendable, Equatable {
 
         /// This source playing `file` as its one IR file (no rate alternatives, no matrix); nil
         /// when it already does.
-        func playing(file: String) -> ImpulseSource? {
+        package func playing(file: String) -> ImpulseSource? {
             guard file != filename || !rateAlternatives.isEmpty || !impulses.isEmpty else { return nil }
             var changed = self
             (changed.filename, changed.rateAlternatives, changed.impulses) = (file, [], [])
@@ -257,7 +257,7 @@ public struct NodeConfigurationError: Error, Equatable, CustomStringConvertible 
 extension SourceDirection {
     /// The ranges of `sofa.azimuth`, `sofa.elevation` (degrees) and `sofa.radius` (metres), for
     /// module arguments and Props alike.
-    static let ranges: [String: ClosedRange<Double>] = ["azimuth": -360...360, "elevation": -90...90, "radius": 0.05...100]
+    package static let ranges: [String: ClosedRange<Double>] = ["azimuth": -360...360, "elevation": -90...90, "radius": 0.05...100]
 
     /// Sets the coordinate `name` (`azimuth`, `elevation`, `radius`) from a module argument.
     mutating func set(_ name: String, _ value: SPAJSONValue, _ warnings: inout [String]) throws(NodeConfigurationError) {
@@ -270,7 +270,7 @@ extension SourceDirection {
     }
 
     /// Sets the coordinate `name` to `value` (in its range).
-    mutating func set(_ name: String, _ value: Double) {
+    package mutating func set(_ name: String, _ value: Double) {
         switch name {
         case "azimuth": azimuth = value
         case "elevation": elevation = value

@@ -17,11 +17,11 @@ public struct FilterChainRules: Sendable, Equatable {
         self.mixerScalesALoneInput = mixerScalesALoneInput
     }
 
-    /// The rules of the libpipewire this process runs.
-    static var running: FilterChainRules {
-        FilterChainRules(
-            biquadFormulas: PipeWireVersion.runningIsOneDotX ? .pipeWire1 : .pipeWire03,
-            delaysThroughSeconds: PipeWireVersion.runningIsOneDotX,
-            mixerScalesALoneInput: !PipeWireVersion.runningIsAtLeast(0, 3, 61) || PipeWireVersion.runningIsAtLeast(0, 3, 81))
+    /// The rules of filter-chain in `version`.
+    public init(_ version: PipeWireVersion) {
+        self.init(
+            biquadFormulas: version.isOneDotX ? .pipeWire1 : .pipeWire03,
+            delaysThroughSeconds: version.isOneDotX,
+            mixerScalesALoneInput: !version.isAtLeast(0, 3, 61) || version.isAtLeast(0, 3, 81))
     }
 }

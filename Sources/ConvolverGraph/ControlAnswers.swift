@@ -5,39 +5,41 @@
 /// newest one answered is `convolver.control-answer`: `"7 ok"`, or `"7 refused: mix = 3.0 (expects
 /// 0...1)"` (the keys not named were applied). A request that starts an IR build is answered when
 /// the build ends; one overtaken by a newer request's build is answered with that one.
-struct ControlAnswers {
-    static let requestsKey = "convolver.control-requests"
-    static let answerKey = "convolver.control-answer"
+package struct ControlAnswers {
+    package static let requestsKey = "convolver.control-requests"
+    package static let answerKey = "convolver.control-answer"
 
     private(set) var requests = 0
     private(set) var answer = "0 ok"
     /// The newest request whose IR build runs, and what was already refused in it.
     private var awaitingBuild: (request: Int, refusals: [String])?
 
+    package init() {}
+
     /// A request arrived: its number.
-    mutating func received() -> Int {
+    package mutating func received() -> Int {
         requests += 1
         return requests
     }
 
     /// Answers `request` now.
-    mutating func answer(_ request: Int, refusals: [String]) {
+    package mutating func answer(_ request: Int, refusals: [String]) {
         answer = refusals.isEmpty ? "\(request) ok" : "\(request) refused: \(refusals.joined(separator: "; "))"
     }
 
     /// `request` is answered when the IR build it started ends.
-    mutating func awaitBuild(_ request: Int, refusals: [String]) {
+    package mutating func awaitBuild(_ request: Int, refusals: [String]) {
         awaitingBuild = (request, refusals)
     }
 
     /// The newest requested IR build ended (`failure`: why it is not used); true when that
     /// answered a request.
-    mutating func buildEnded(failure: String?) -> Bool {
+    package mutating func buildEnded(failure: String?) -> Bool {
         guard let (request, refusals) = awaitingBuild else { return false }
         awaitingBuild = nil
         answer(request, refusals: refusals + (failure.map { ["keeping the current IR: \($0)"] } ?? []))
         return true
     }
 
-    var properties: [(String, String)] { [(Self.requestsKey, "\(requests)"), (Self.answerKey, answer)] }
+    package var properties: [(String, String)] { [(Self.requestsKey, "\(requests)"), (Self.answerKey, answer)] }
 }

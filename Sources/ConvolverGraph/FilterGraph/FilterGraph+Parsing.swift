@@ -16,7 +16,9 @@ extension FilterGraph {
 
     /// Reads `filter.graph = { nodes = [...] links = [...] inputs = [...] outputs = [...] }`.
     /// Unknown keys and control ports are warnings (filter-chain ignores them too).
-    static func parse(_ value: SPAJSONValue, warnings: inout [String]) throws(NodeConfigurationError) -> FilterGraph {
+    static func parse(
+        _ value: SPAJSONValue, pipeWire: PipeWireVersion, warnings: inout [String]
+    ) throws(NodeConfigurationError) -> FilterGraph {
         let key = "filter.graph"
         var nodeValues: [SPAJSONValue]?, linkValues: [SPAJSONValue] = []
         var inputValues: [SPAJSONValue]?, outputValues: [SPAJSONValue]?
@@ -36,13 +38,13 @@ extension FilterGraph {
         }
         var nodes: [Node] = []
         for (index, nodeValue) in nodeValues.enumerated() {
-            let node = try parseNode(nodeValue, index: index, warnings: &warnings)
+            let node = try parseNode(nodeValue, index: index, pipeWire: pipeWire, warnings: &warnings)
             if nodes.contains(where: { $0.name == node.name }) {
                 throw NodeConfigurationError(key: "\(key).nodes[\(index)]", message: "a second node named '\(node.name)'; node names must be unique")
             }
             nodes.append(node)
         }
-        var graph = FilterGraph(nodes: nodes, links: [], inputs: [], outputs: [])
+        var graph = FilterGraph(nodes: nodes, links: [], inputs: [], outputs: [], pipeWire: pipeWire)
         for (index, linkValue) in linkValues.enumerated() {
             let name = "\(key).links[\(index)]"
             var output: String?, input: String?
@@ -131,7 +133,9 @@ extension FilterGraph {
         return elements
     }
 
-    private static func parseNode(_ value: SPAJSONValue, index: Int, warnings: inout [String]) throws(NodeConfigurationError) -> Node {
+    private static func parseNode(
+        _ value: SPAJSONValue, index: Int, pipeWire: PipeWireVersion, warnings: inout [String]
+    ) throws(NodeConfigurationError) -> Node {
         let key = "filter.graph.nodes[\(index)]"
         var type = "", name = "", label = "", plugin = ""
         var config: [(String, SPAJSONValue)] = [], control: [(String, SPAJSONValue)] = []
@@ -231,10 +235,10 @@ extension FilterGraph {
                 let valueKey = "\(node) config \(configKey)"
                 switch configKey {
                 case "filename": filename = NodeConfiguration.expandingHome(try NodeConfiguration.text(configValue, valueKey))
-                case "gain" where PipeWireVersion.runningIsAtLeast(1, 6):
+                case "gain" where pipeWire.isAtLeast(1, 6):
                     gain = try NodeConfiguration.gain(configValue, valueKey, -NodeConfiguration.gainLimit...NodeConfiguration.gainLimit)
                 case "gain":
-                    warnings.append("\(valueKey): filter-chain reads it from PipeWire 1.6 on; ignored on \(PipeWireVersion.running), as there")
+                    warnings.append("\(valueKey): filter-chain reads it from PipeWire 1.6 on; ignored on \(pipeWire), as there")
                 case "latency": latency = try NodeConfiguration.number(configValue, valueKey, 0...3600)
                 case "normalize": _ = try NodeConfiguration.boolean(configValue, valueKey)  // the set is normalized already (mysofa_open)
                 case "blocksize", "tailsize": warnings.append("\(valueKey): partitions are planned by this node; ignored")
@@ -337,7 +341,8 @@ extension FilterGraph {
             }
             var warnings: [String] = []
             do {
-                graph.nodes[index] = try Self.parseNode(node.source.settingControl(port, to: value), index: index, warnings: &warnings)
+                graph.nodes[index] = try Self.parseNode(
+                    node.source.settingControl(port, to: value), index: index, pipeWire: pipeWire, warnings: &warnings)
             } catch {
                 refusals.append("\(name): \(error.message)")
             }

@@ -47,7 +47,7 @@ extension FilterGraph.Impulse {
     /// - `delay`: seconds × rate truncated in single precision; whole samples as such on 0.3.x, but
     ///   through seconds on 1.x (`delay_i / (float)rate`, then × the file's rate and truncated: 7
     ///   samples at 48 kHz become 6 there), when `delaysThroughSeconds`.
-    func loadOptions(sampleRate: Int, delaysThroughSeconds: Bool, preRinging: PreRinging) throws(ConvolverNodeError) -> ImpulseResponseOptions {
+    package func loadOptions(sampleRate: Int, delaysThroughSeconds: Bool, preRinging: PreRinging) throws(ConvolverNodeError) -> ImpulseResponseOptions {
         let rate = Float(sampleRate)
         let delayFrames: Int
         switch delay {
@@ -81,7 +81,7 @@ typealias PortResponse = [Int: DelayedTaps]
 
 /// What a node reads from a file: a convolver's IR for one instance (`instance` is its default
 /// file channel), or one ear's filter from a spatializer's HRTF set; at the graph's rate.
-enum FileRequest {
+package enum FileRequest {
     case impulse(FilterGraph.Impulse, instance: Int)
     case ear(FilterGraph.Spatializer, right: Bool)
 }
@@ -220,7 +220,7 @@ extension FilterGraph {
 
     /// The whole graph as one matrix: `instances` copies side by side, stream channel k feeding
     /// input k mod (graph inputs) of copy k / (graph inputs), as filter-chain wires its instances.
-    func matrix(
+    package func matrix(
         inputChannels: Int, outputChannels: Int, sampleRate: Int, rules: FilterChainRules,
         read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
@@ -249,7 +249,7 @@ extension FilterGraph {
     }
 
     /// The latency the graph's convolvers and spatializers declare (1.6's `latency`), in frames: the largest.
-    func declaredLatencyFrames(sampleRate: Int) -> Int? {
+    package func declaredLatencyFrames(sampleRate: Int) -> Int? {
         let seconds = nodes.flatMap { node -> [Double] in
             switch node.kind {
             case .convolver(let ir): return ir.latencySeconds.map { [$0] } ?? []

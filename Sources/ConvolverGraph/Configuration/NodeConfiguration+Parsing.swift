@@ -5,18 +5,23 @@ import Workgroup
 
 extension NodeConfiguration {
     /// Reads module arguments (SPA-JSON text). Unknown keys are returned as warnings.
-    public static func parse(arguments: String) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
+    /// `pipeWire`: the filter-chain whose rules a `filter.graph` follows.
+    public static func parse(
+        pipeWire: PipeWireVersion, arguments: String
+    ) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
         let value: SPAJSONValue
         do {
             value = try SPAJSONValue.parse(arguments)
         } catch {
             throw NodeConfigurationError(key: "args", message: error.description)
         }
-        return try parse(value)
+        return try parse(pipeWire: pipeWire, value)
     }
 
     /// Reads a parsed SPA-JSON object of module arguments.
-    public static func parse(_ arguments: SPAJSONValue) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
+    public static func parse(
+        pipeWire: PipeWireVersion, _ arguments: SPAJSONValue
+    ) throws(NodeConfigurationError) -> (NodeConfiguration, warnings: [String]) {
         guard case let .object(members) = arguments else {
             throw NodeConfigurationError(key: "args", message: "expected an object { key = value ... }")
         }
@@ -194,7 +199,7 @@ extension NodeConfiguration {
                     key: key,
                     message: "is this node's own key, and filter.graph describes the audio filter-chain's way: use one or the other")
             }
-            configuration.graph = try FilterGraph.parse(graphValue, warnings: &warnings)
+            configuration.graph = try FilterGraph.parse(graphValue, pipeWire: pipeWire, warnings: &warnings)
             if configuration.graph!.declaredLatencyFrames(sampleRate: 48000) != nil {
                 warnings.append(
                     "filter.graph: the convolvers' latency is reported to the graph by a filter-mode node only; "
