@@ -24,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CMySofa", pkgConfig: "libmysofa", providers: [.apt(["libmysofa-dev"])]),
+        // LADSPA's one header (plugins are opened at run time, nothing is linked).
+        .systemLibrary(name: "CLADSPA", providers: [.apt(["ladspa-sdk"])]),
         // Thin C: only what Swift cannot import (PipeWire macros and varargs).
         .target(name: "CConvolverShims", dependencies: ["CPipeWire"]),
         // The spectrum multiply-add compiled for AVX, chosen at run time (Swift cannot do that per function).
@@ -40,9 +42,9 @@ let package = Package(
         // The engine's level jobs and split parts on the workgroup's helpers. No PipeWire.
         .target(name: "LevelScheduling", dependencies: ["Convolution", "Workgroup"], swiftSettings: realtimeSwiftSettings),
         // The node's graph and configuration without PipeWire: SPA-JSON, module arguments, filter-chain's
-        // graphs read and compiled, engine requests, control answers, this machine's costs.
+        // graphs read, compiled and run in stages with hosted plugins, control answers, this machine's costs.
         .target(
-            name: "ConvolverGraph", dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling"],
+            name: "ConvolverGraph", dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling", "CLADSPA"],
             swiftSettings: realtimeSwiftSettings),
         // The PipeWire filter node: ports, process(), params, statistics, module entry.
         .target(

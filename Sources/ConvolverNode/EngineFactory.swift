@@ -28,7 +28,63 @@ struct EngineFactory {
     )
         throws(ConvolverNodeError) -> EngineSlot
     {
+        if let graph = configuration.graph, graph.hasHostedNodes {
+            return try makeStagedSlot(graph, configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
+        }
         let (matrix, latencyFrames, autogainDB) = try preparedMatrix(configuration, sampleRate: sampleRate)
+        let stage = try compiledStage(matrix, configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
+        return EngineSlot(
+            stages: [stage], stagedGraph: nil, sampleRate: sampleRate, planDescription: "\(stage.engine.plan)",
+            plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
+            autogainDB: autogainDB)
+    }
+
+    /// A graph with hosted plugins: its stages planned, each matrix an engine, the plugins
+    /// instantiated between them.
+    private func makeStagedSlot(
+        _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int
+    ) throws(ConvolverNodeError) -> EngineSlot {
+        if configuration.autogain {
+            throw .configuration(
+                NodeConfigurationError(key: "autogain", message: "a graph with plugins has no impulse response to normalize; leave autogain out"))
+        }
+        let reader = GraphFileReader(factory: self, configuration: configuration, sampleRate: sampleRate, rules: FilterChainRules(graph.pipeWire))
+        let plan = try graph.stagePlan(
+            inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
+            rules: reader.rules, read: reader.read)
+        var compiled: [CompiledStage?] = []
+        do throws(ConvolverNodeError) {
+            for step in plan.steps {
+                guard let matrix = step.matrix else {
+                    compiled.append(nil)
+                    continue
+                }
+                compiled.append(try compiledStage(matrix, configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize))
+            }
+            let staged = try StagedGraph(graph: graph, plan: plan, compiled: compiled, sampleRate: sampleRate)
+            guard !staged.compiledStages.isEmpty else {
+                throw .configuration(
+                    NodeConfigurationError(key: "filter.graph", message: "no graph input or plugin reaches any graph output"))
+            }
+            let plans = zip(plan.steps, compiled).map { step, stage in
+                let plugins = step.runs.map { graph.nodes[$0.node].name }
+                return (stage.map { "\($0.engine.plan)" } ?? "-") + (plugins.isEmpty ? "" : " → " + Set(plugins).sorted().joined(separator: ","))
+            }
+            let latency = graph.declaredLatencyFrames(sampleRate: sampleRate) ?? 0
+            return EngineSlot(
+                stages: staged.compiledStages, stagedGraph: staged, sampleRate: sampleRate,
+                planDescription: plans.joined(separator: " | "), plannedBlockSize: expectedBlockSize,
+                impulseFrames: staged.compiledStages.reduce(0) { $0 + $1.impulseFrames }, latencyFrames: latency, autogainDB: nil)
+        } catch {
+            for stage in compiled { stage?.stop() }
+            throw error
+        }
+    }
+
+    /// `matrix` as an engine planned for `expectedBlockSize`, its levels on the process's workgroup.
+    private func compiledStage(
+        _ matrix: ConvolutionMatrix, _ configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int
+    ) throws(ConvolverNodeError) -> CompiledStage {
         var schedulerConfiguration = WorkgroupSchedulerConfiguration()
         schedulerConfiguration.threadCount = configuration.workgroupThreads
         if configuration.workgroupPriority > 0 { schedulerConfiguration.realtimePriority = Int32(configuration.workgroupPriority) }
@@ -53,11 +109,8 @@ struct EngineFactory {
             jobScheduler.stop()
             throw .engine("\(error)")
         }
-        return EngineSlot(
-            engine: engine, workgroupScheduler: scheduler, jobScheduler: jobScheduler, sampleRate: sampleRate,
-            planDescription: "\(engine.plan)",
-            plannedBlockSize: expectedBlockSize, impulseFrames: matrix.impulseLength, latencyFrames: latencyFrames,
-            autogainDB: autogainDB)
+        return CompiledStage(
+            engine: engine, workgroupScheduler: scheduler, jobScheduler: jobScheduler, impulseFrames: matrix.impulseLength)
     }
 
     /// The matrix the engine runs: `makeMatrix`'s, with `autogain` applied (its gains in dB), and
@@ -140,46 +193,14 @@ struct EngineFactory {
         return (matrix, resamplerDelayFrames)
     }
 
-    /// filter-chain's graph compiled into one matrix. Each IR file is loaded once per set of
-    /// options, with all its channels; a convolver takes its `channel` (default: its instance's
-    /// index) modulo the file's channels, as filter-chain does. A spatializer's HRTF set is read
-    /// as filter-chain's reads it (libmysofa's `mysofa_open` at the graph's rate), once per file.
+    /// filter-chain's graph compiled into one matrix.
     func graphMatrix(
         _ graph: FilterGraph, _ configuration: NodeConfiguration, sampleRate: Int
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
-        var loaded: [String: ImpulseResponse] = [:]
-        let rules = FilterChainRules(graph.pipeWire)
+        let reader = GraphFileReader(factory: self, configuration: configuration, sampleRate: sampleRate, rules: FilterChainRules(graph.pipeWire))
         return try graph.matrix(
             inputChannels: configuration.channelCount, outputChannels: configuration.outputCount, sampleRate: sampleRate,
-            rules: rules
-        ) { node, request throws(ConvolverNodeError) in
-            switch request {
-            case .impulse(let impulse, let instance):
-                let spec = ImpulseResponse.closestInRate(
-                    impulse.filenames[0], impulse.filenames.count > 1 ? impulse.filenames : [], to: Double(sampleRate))
-                let options = try impulse.loadOptions(
-                    sampleRate: sampleRate, delaysThroughSeconds: rules.delaysThroughSeconds,
-                    preRinging: configuration.resamplePreRinging)
-                let cacheKey = "\(spec) \(options)"
-                let response: ImpulseResponse
-                if let cached = loaded[cacheKey] {
-                    response = cached
-                } else {
-                    response = try Self.load(spec, key: "filter.graph node '\(node)' filename", sampleRate: sampleRate, options: options)
-                    loaded[cacheKey] = response
-                }
-                return response.channels[(impulse.channel ?? instance) % response.channelCount].map(Double.init)
-            case .ear(let spatializer, let right):
-                let set: HRTFSet
-                do {
-                    set = try hrtfSets.set(path: spatializer.filename, normalizedAt: Double(sampleRate))
-                } catch {
-                    throw .impulseResponse(key: "filter.graph node '\(node)' filename", message: "\(error)", errno: EINVAL)
-                }
-                let ears = set.filters(for: spatializer.direction)
-                return (right ? ears.right : ears.left).map(Double.init)
-            }
-        }
+            rules: reader.rules, read: reader.read)
     }
 
     /// Every input to both ears through the HRTF set's filters for its direction (its speaker's,

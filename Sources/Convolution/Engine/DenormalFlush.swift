@@ -17,4 +17,18 @@ public enum DenormalFlush {
         }
         #endif
     }
+
+    /// Denormals kept on the calling thread again (PipeWire's default, `cpu.zero.denormals = false`):
+    /// hosted plugins run as filter-chain runs them. Real-time safe, as `enableOnCurrentThread`.
+    @inline(__always)
+    public static func disableOnCurrentThread() {
+        #if arch(x86_64)
+        var environment = fenv_t()
+        fegetenv(&environment)
+        if environment.__mxcsr & flushToZeroAndDenormalsAreZero != 0 {
+            environment.__mxcsr &= ~flushToZeroAndDenormalsAreZero
+            fesetenv(&environment)
+        }
+        #endif
+    }
 }

@@ -124,13 +124,35 @@ extension FilterGraph {
         return max(instances, 1)  // fewer channels than inputs: one instance, some ports unconnected (filter-chain warns)
     }
 
+    /// What the linear nodes of one instance compute: each graph output's and each hosted node
+    /// input's signal as its response to each source. Sources are the graph inputs (keys
+    /// 0..<inputs.count), then the hosted nodes' outputs (`hostedSourceKeys`), which the compiled
+    /// parts take as they come. A hosted input that nothing feeds is nil (filter-chain gives it silence).
+    struct LinearResponses {
+        var outputs: [PortResponse?]
+        /// By node index, then audio input (empty for a node that is not hosted).
+        var hostedInputs: [[PortResponse?]]
+    }
+
+    /// The first source key of each hosted node's outputs (by node index; nil: not hosted).
+    var hostedSourceKeys: [Int?] {
+        var next = inputs.count
+        return nodes.map { node in
+            guard case .hosted = node.kind else { return nil }
+            defer { next += node.outputNames.count }
+            return next
+        }
+    }
+
     /// Each graph output's response to each graph input, for one instance; `read(node, request)`
     /// loads what a node takes from a file.
-    func outputResponses(
+    func linearResponses(
         instance: Int, sampleRate: Int, rules: FilterChainRules,
         read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
-    ) throws(ConvolverNodeError) -> [PortResponse?] {
+    ) throws(ConvolverNodeError) -> LinearResponses {
         var outputsOf: [[PortResponse]] = nodes.map { [PortResponse](repeating: [:], count: $0.outputNames.count) }
+        var hostedInputs: [[PortResponse?]] = nodes.map { _ in [] }
+        let sourceKeys = hostedSourceKeys
         func signal(at port: Port) -> PortResponse {
             if let graphInput = inputs.firstIndex(of: port) { return [graphInput: .identity] }
             guard let link = links.first(where: { $0.input == port }) else { return [:] }  // unlinked: silence
@@ -144,6 +166,12 @@ extension FilterGraph {
             let node = nodes[nodeIndex]
             let input = signal(at: Port(node: nodeIndex, index: 0))
             switch node.kind {
+            case .hosted:
+                hostedInputs[nodeIndex] = node.inputNames.indices.map { index in
+                    let port = Port(node: nodeIndex, index: index)
+                    return isConnected(port) ? signal(at: port) : nil
+                }
+                for index in node.outputNames.indices { outputsOf[nodeIndex][index] = [sourceKeys[nodeIndex]! + index: .identity] }
             case .copy: outputsOf[nodeIndex][0] = input
             case .scale(let gain): outputsOf[nodeIndex][0] = input.mapValues { $0.scaled(by: gain) }
             case .delay(let seconds, _):
@@ -192,7 +220,7 @@ extension FilterGraph {
                     input, through: biquad, node: node.name, sampleRate: sampleRate, formulas: rules.biquadFormulas)
             }
         }
-        return outputs.map { port in port.map { outputsOf[$0.node][$0.index] } }
+        return LinearResponses(outputs: outputs.map { port in port.map { outputsOf[$0.node][$0.index] } }, hostedInputs: hostedInputs)
     }
 
     /// A port's signal through a biquad; one that is unstable, or rings for more than a minute, is refused.
@@ -230,8 +258,9 @@ extension FilterGraph {
         }
         var entries: [ConvolutionMatrix.Entry] = []
         for instance in 0..<instances {
-            let responses = try outputResponses(
-                instance: instance, sampleRate: sampleRate, rules: rules, read: read)
+            let responses = try linearResponses(
+                instance: instance, sampleRate: sampleRate, rules: rules, read: read
+            ).outputs
             for (output, response) in responses.enumerated() {
                 let outputChannel = instance * outputs.count + output
                 guard let response, outputChannel < outputChannels else { continue }

@@ -1,7 +1,8 @@
 // filter-chain's `filter.graph` as its module reads it (module-filter-chain.c, `load_graph`): builtin
-// nodes and the sofa plugin's spatializer, links from an output port to an input port, and the ports
-// that are the graph's inputs and outputs. Only linear, time-invariant builtins are kept (`FilterGraph.Kind`); anything else is
-// refused by name, because this node runs the whole graph as one matrix of impulse responses.
+// nodes, the sofa plugin's spatializer and LADSPA plugins, links from an output port to an input
+// port, and the ports that are the graph's inputs and outputs. The linear, time-invariant nodes
+// compile into matrices of impulse responses; plugins are hosted between them (FilterGraph+Stages);
+// anything else is refused by name.
 import Convolution
 
 /// A parsed `filter.graph`: its nodes with their settings, and how their audio ports are wired.
@@ -39,8 +40,10 @@ public struct FilterGraph: Sendable, Equatable {
         case seconds(Double)
     }
 
-    /// What a node does to its audio. Every case is linear and time-invariant.
+    /// What a node does to its audio. Every case but `hosted` is linear and time-invariant.
     public enum Kind: Sendable, Equatable {
+        /// `type = ladspa`: the plugin itself, run every cycle between the compiled parts.
+        case hosted(LADSPAPlugin)
         /// `copy`: Out = In.
         case copy
         /// `mixer`: Out = sum of `Gain i` · `In i` (eight inputs).
@@ -94,6 +97,7 @@ public struct FilterGraph: Sendable, Equatable {
 
         static func inputNames(_ kind: Kind) -> [String] {
             switch kind {
+            case .hosted(let plugin): return plugin.ports.filter { $0.role == .audioInput }.map(\.name)
             case .mixer, .equalizer: return (1...8).map { "In \($0)" }
             default: return ["In"]
             }
@@ -101,6 +105,7 @@ public struct FilterGraph: Sendable, Equatable {
 
         static func outputNames(_ kind: Kind) -> [String] {
             switch kind {
+            case .hosted(let plugin): return plugin.ports.filter { $0.role == .audioOutput }.map(\.name)
             case .convolverBank, .equalizer: return (1...8).map { "Out \($0)" }
             case .spatializer: return ["Out L", "Out R"]
             default: return ["Out"]
