@@ -80,6 +80,10 @@ let package = Package(
         .testTarget(
             name: "LevelSchedulingTests",
             dependencies: ["LevelScheduling", "Convolution", "Workgroup", "AllocationCounter", "EngineTestSupport"]),
+        // The graph layer without PipeWire: graphs with hosted plugins read, staged and run.
+        .testTarget(
+            name: "ConvolverGraphTests",
+            dependencies: ["ConvolverGraph", "Convolution", "LevelScheduling", "Workgroup", "EngineTestSupport"]),
         // The node's parts without a daemon: configuration, graphs, params, statistics.
         .testTarget(
             name: "ConvolverNodeTests",

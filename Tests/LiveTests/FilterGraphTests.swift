@@ -129,7 +129,8 @@ final class FilterGraphTests: XCTestCase {
     /// noise into every input and records every output; judges our record (and the two outputs).
     private func runConfig(
         _ name: String, input: String, output: String, positions: [String], outputs: Int, alongside: Bool,
-        outputsAreCopies: Bool = false, agreementDB: Double = -90, controls: [String: Double] = [:], evaluated: Bool = true
+        outputsAreCopies: Bool = false, agreementDB: Double = -90, controls: [String: Double] = [:], evaluated: Bool = true,
+        oursMistake: (from: String, to: String)? = nil
     ) throws {
         let impulses = try writeImpulses()
         let record = NodeRecord(directory: daemon.runtimeDirectory, name: "ours")
@@ -137,6 +138,7 @@ final class FilterGraphTests: XCTestCase {
             name, module: "libpipewire-module-swift-convolver", extraArguments: record.argument, impulses: impulses
         )
         .replacingOccurrences(of: input, with: "ours.\(input)").replacingOccurrences(of: output, with: "ours.\(output)")
+        .replacingOccurrences(of: oursMistake?.from ?? "\u{0}", with: oursMistake?.to ?? "")
         try ours.write(toFile: path("ours.conf"), atomically: true, encoding: .utf8)
         let client = try daemon.spawn(["pipewire", "-c", path("ours.conf")], logName: "ours.log")
         background.append(client)
@@ -198,6 +200,11 @@ final class FilterGraphTests: XCTestCase {
             recording: path("rec.f32"), channels: recordedCount, quantum: Self.quantum, ours: Array(0..<outputs),
             theirs: Array(outputs..<(2 * outputs)), limitDB: agreementDB, workDirectory: daemon.runtimeDirectory)
         print("\(name) beside filter-chain \(PipeWireInstallation.version): \(comparison)")
+        if let oursMistake {
+            XCTAssertLessThan(
+                Double(comparison.agreeing), 0.1 * Double(comparison.cycles), "\(name) with \(oursMistake) passed the judge: \(comparison)")
+            return
+        }
         FilterChainJudge.assertAgrees(
             comparison, minimumCycles: Int(0.5 * seconds * 48000) / Self.quantum, limitDB: agreementDB,
             outputsMayBeSwapped: outputs == 1 || outputsAreCopies, label: name)
@@ -274,6 +281,15 @@ final class FilterGraphTests: XCTestCase {
         try runConfig(
             "ladspa-speaker-dsp.conf", input: "effect_input.ladspa-speaker-dsp", output: "effect_output.ladspa-speaker-dsp",
             positions: ["FL", "FR"], outputs: 4, alongside: try alongside, evaluated: false)
+    }
+
+    /// The judge's teeth with plugins: our node given one plugin control 0.001 dB off (0.01 % of
+    /// gain) must not agree with filter-chain.
+    func testLADSPAJudgeCatchesAControlOff() throws {
+        try runConfig(
+            "ladspa-speaker-dsp.conf", input: "effect_input.ladspa-speaker-dsp", output: "effect_output.ladspa-speaker-dsp",
+            positions: ["FL", "FR"], outputs: 4, alongside: try alongside, evaluated: false,
+            oursMistake: ("\"Amps gain (dB)\" = 3 }", "\"Amps gain (dB)\" = 3.001 }"))
     }
 
     func testHeSuVi71() throws {

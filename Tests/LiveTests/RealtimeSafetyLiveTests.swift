@@ -6,7 +6,8 @@ import XCTest
 /// armed; then, while audio plays, Props, the quantum and the IR change; the counts of malloc-family
 /// calls and mutex locks on PipeWire's data thread and on our helper threads must be zero, and the
 /// FTZ/DAZ bits must be set on those threads whenever they read the clock (denormals flushed).
-/// A second node in the same process, fed by the first, posts to the same process-wide workgroup.
+/// A second node in the same process, fed by the first, posts to the same process-wide workgroup;
+/// a third, fed by the second, hosts LADSPA plugins around a long IR (our code around their `run`).
 /// A second test runs the node with its allocating fault (`test.fault = allocate-in-process`) and
 /// shows the counter sees it.
 ///
@@ -39,12 +40,25 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         let host = try RealtimeCheckHost(
             daemon: daemon, name: "conv-rt",
             arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"",
-            moreNodes: ["node.name = conv-rt-b audio.position = [ FL FR ] filename = \"\(path("ir-b.wav"))\" workgroup = { threads = 2 }"])
+            moreNodes: [
+                "node.name = conv-rt-b audio.position = [ FL FR ] filename = \"\(path("ir-b.wav"))\" workgroup = { threads = 2 }",
+                // A third, fed by the second: a graph with LADSPA plugins hosted around a long IR.
+                "node.name = conv-rt-c audio.position = [ FL FR ] filter.graph = { nodes = [ "
+                    + "{ type = ladspa name = amp plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = -3 } } "
+                    + "{ type = builtin name = room label = convolver config = { filename = \"\(path("ir-b.wav"))\" } } "
+                    + "{ type = ladspa name = comp plugin = dyson_compress_1403 label = dysonCompress } ] "
+                    + "links = [ { output = \"amp:Output\" input = \"room:In\" } { output = \"room:Out\" input = \"comp:Input\" } ] "
+                    + "inputs = [ \"amp:Input\" ] outputs = [ \"comp:Output\" ] }",
+            ])
         defer { host.client.stop() }
         try daemon.waitForPorts(ofNode: "conv-rt-b", count: 4, timeout: 30)
-        for channel in ["FL", "FR"] {
-            let (status, output) = try daemon.run(["pw-link", "conv-rt:output_\(channel)", "conv-rt-b:input_\(channel)"])
-            XCTAssertEqual(status, 0, output)
+        // A graph makes a stream pair, as filter-chain's does: conv-rt-c's inputs, output.conv-rt-c's outputs.
+        try daemon.waitForPorts(ofNode: "conv-rt-c", count: 2, timeout: 30)
+        for (from, to) in [("conv-rt", "conv-rt-b"), ("conv-rt-b", "conv-rt-c")] {
+            for channel in ["FL", "FR"] {
+                let (status, output) = try daemon.run(["pw-link", "\(from):output_\(channel)", "\(to):input_\(channel)"])
+                XCTAssertEqual(status, 0, output)
+            }
         }
         let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).id
 
@@ -93,6 +107,9 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         let second = try XCTUnwrap(try daemon.nodeProperties("conv-rt-b")).properties
         XCTAssertEqual("\(second["convolver.workgroup"] ?? "")", "\(statistics["convolver.workgroup"] ?? "-")", "one workgroup")
         XCTAssertGreaterThan(Int("\(second["convolver.calls"] ?? "0")") ?? 0, 1000, "the second node ran")
+        let hosted = try XCTUnwrap(try daemon.nodeProperties("conv-rt-c")).properties
+        XCTAssertGreaterThan(Int("\(hosted["convolver.calls"] ?? "0")") ?? 0, 1000, "the node with plugins ran")
+        XCTAssertTrue("\(hosted["convolver.plan"] ?? "")".contains("comp"), "its plan names its plugins: \(hosted["convolver.plan"] ?? "")")
 
         result.assertRealtimeSafe()
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")

@@ -22,6 +22,7 @@ Answer (JSON, stdout):
   first_disagreeing   the first few cycles that do not agree (indices)
   longest_disagreeing  the most loud cycles in a row that do not agree
   error_db    over the agreeing cycles, the worse output's energy of (ours - theirs) over theirs
+              (null where no cycle agrees)
   worst       over the agreeing cycles, the largest absolute difference
   miswired_agreeing, swapped_agreeing, one_sample_late_agreeing   the cycles that agree when
               filter-chain's output is held to the mistranslated node (null without one), to our
@@ -61,7 +62,7 @@ def main():
     samples = np.repeat(agree, quantum)
     difference, reference = (ours - theirs)[:cycles * quantum][samples], theirs[:cycles * quantum][samples]
     error = max((10 * np.log10(max(np.sum(d * d), 1e-30) / np.sum(r * r)) for d, r in zip(difference.T, reference.T)
-                 if np.sum(r * r) > 0), default=float("inf"))
+                 if np.sum(r * r) > 0), default=None)
     disagreeing = loud & ~agree
     longest = run = 0
     for cycle_disagrees in disagreeing:
@@ -73,7 +74,7 @@ def main():
         "agreeing": int(agree.sum()),
         "first_disagreeing": [int(c) for c in np.nonzero(disagreeing)[0][:8]],
         "longest_disagreeing": longest,
-        "error_db": float(error),
+        "error_db": None if error is None else float(error),
         "worst": float(np.abs(difference).max(initial=0)),
         "miswired_agreeing": int(agreeing(frames[:, spec["miswired"]]).sum()) if spec.get("miswired") else None,
         "swapped_agreeing": int(agreeing(ours[:, ::-1]).sum()),
