@@ -164,13 +164,22 @@ final class BadInputTests: XCTestCase {
             Row(
                 name: "unknown key", input: .arguments("filename = \"builtin:dirac\" frobnicate = 1"),
                 expect: .accepted(warnings: ["frobnicate"], why: "unknown keys are warnings, as in PipeWire's modules"), live: .none),
-            // filter-chain's graphs: what cannot be compiled into a convolution is refused by name.
+            // filter-chain's graphs: what cannot run is refused by name.
             graphRow(
-                "a LADSPA plugin", "{ type = ladspa name = enc plugin = surround_encoder_1401 label = surroundEncoder }", live: .moduleLoad,
-                ["node 'enc'", "LADSPA plugin", "surroundEncoder", "only linear builtin nodes", "keep this graph on filter-chain"]),
+                "a LADSPA plugin that is not installed", "{ type = ladspa name = enc plugin = no_such_encoder label = surroundEncoder }",
+                live: .moduleLoad, ["node 'enc' plugin", "'no_such_encoder' not found", "/usr/lib/ladspa/no_such_encoder.so", "LADSPA_PATH"]),
+            graphRow(
+                "a LADSPA label the plugin does not have", "{ type = ladspa name = enc plugin = surround_encoder_1401 label = surroundDecoder }",
+                live: .moduleLoad, ["node 'enc' plugin", "no label 'surroundDecoder'", "its labels are 'surroundEncoder'"]),
+            graphRow(
+                "a LADSPA port that does not exist", "{ type = ladspa name = gain plugin = amp_1181 label = amp }", inputs: "\"gain:Inptu\"",
+                outputs: "\"gain:Output\"", live: .moduleLoad, ["node 'gain' (amp) has no input port 'Inptu'", "its inputs are 'Input'"]),
+            graphRow(
+                "a LADSPA control of NaN", "{ type = ladspa name = gain plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = nan } }",
+                inputs: "\"gain:Input\"", outputs: "\"gain:Output\"", ["node 'gain' control \"Amps gain (dB)\"", "not a finite number"]),
             graphRow(
                 "an LV2 plugin", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/comp_mono\" label = comp }",
-                ["node 'comp'", "LV2 plugin"]),
+                ["node 'comp'", "LV2 plugin", "not hosted yet"]),
             graphRow(
                 "linear with Add", "{ type = builtin label = linear name = shift control = { Mult = 1 Add = 0.5 } }", live: .moduleLoad,
                 ["node 'shift'", "adds a constant", "keep this graph on filter-chain"]),
