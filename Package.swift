@@ -92,7 +92,7 @@ let package = Package(
         .testTarget(
             name: "LiveTests", dependencies: ["ConvolverGraph", "ConvolverNode", "LevelScheduling", "AllocationCounter", "EngineTestSupport"],
             exclude: [
-                "Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py",
+                "Support/judge_record.py", "Support/judge_graph.py", "Support/judge_against_filter_chain.py", "Support/ladspa_reference.py",
                 "Support/sofa_reference.py", "Support/judge_filter_graph.py", "FilterChainConfigs",
             ]),
     ]

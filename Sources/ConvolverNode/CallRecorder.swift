@@ -16,7 +16,7 @@ import Workgroup
 /// set outside tests and benchmarks. Channels are in the node's order (position i = channel i),
 /// whatever ports the buffers came from. Beside it, `<file>.times`: each call's frames and when it
 /// began and finished writing its output buffers (three UInt64, CLOCK_MONOTONIC ns), which the
-/// graph judge holds against when the recorder read them (Tests/SyncRecorder).
+/// graph judge holds against when the recorder read them (Tests/SyncRecorder); and `<file>.swaps`.
 final class CallRecorder {
     static let capacityFrames = 120 * 48000
     /// Calls of 16 frames or more (PipeWire's smallest quantum).
@@ -28,9 +28,13 @@ final class CallRecorder {
     private let samples: FixedBuffer<Float>
     /// Per call: frames, start and end of its writes (ns).
     private let callTimes: FixedBuffer<UInt64>
-    /// Frames and calls recorded: the data thread's until the node is destroyed (then `write` reads them).
+    /// The calls in which the data thread took a new engine (`<file>.swaps`): where a graph's
+    /// plugins were started, for the graph judge's own host to start its plugins alike.
+    private let swapCalls: FixedBuffer<UInt64>
+    /// Frames, calls and swaps recorded: the data thread's until the node is destroyed (then `write` reads them).
     private var recordedFrames = 0
     private var recordedCalls = 0
+    private var recordedSwaps = 0
 
     init(path: String, inputCount: Int, outputCount: Int) throws(ResourceError) {
         self.path = path
@@ -41,6 +45,14 @@ final class CallRecorder {
         // busy p99 85-97 µs with the record, 55-60 µs without).
         samples = try FixedBuffer(repeating: 0, count: Self.capacityFrames * channels, hugePages: true)
         callTimes = try FixedBuffer(repeating: 0, count: 3 * Self.capacityCalls)
+        swapCalls = try FixedBuffer(repeating: 0, count: 4096)
+    }
+
+    /// Real-time safe: the call being recorded took a new engine.
+    func recordSwap() {
+        guard recordedSwaps < swapCalls.count else { return }
+        swapCalls[recordedSwaps] = UInt64(recordedCalls)
+        recordedSwaps += 1
     }
 
     /// Real-time safe: copies the call's input into the preallocated memory (a missing buffer is
@@ -105,6 +117,10 @@ final class CallRecorder {
         }
         if let file = fopen(path + ".times", "wb") {
             fwrite(callTimes.pointer, 3 * MemoryLayout<UInt64>.size, recordedCalls, file)
+            fclose(file)
+        }
+        if let file = fopen(path + ".swaps", "wb") {
+            fwrite(swapCalls.pointer, MemoryLayout<UInt64>.size, recordedSwaps, file)
             fclose(file)
         }
     }

@@ -46,7 +46,7 @@ public final class ConvolverNode {
         configuration: NodeConfiguration, sampleRate: Int, expectedBlockSize: Int
     ) throws(ConvolverNodeError) {
         self.configuration = configuration
-        factory = EngineFactory(context: context, costs: MeasuredMachineCosts.thisMachine)
+        factory = EngineFactory(context: context, costs: MeasuredMachineCosts.thisMachine, graph: configuration.graph)
         self.loop = loop
         requests = EngineRequests(sampleRate: sampleRate, expectedBlockSize: expectedBlockSize)
         controls = LiveControls(
@@ -292,9 +292,21 @@ public final class ConvolverNode {
         if !change.graphControls.isEmpty {
             if let graph = next.graph {
                 let changed = graph.settingControls(change.graphControls, refusals: &refusals)
-                if changed != graph {
+                // A plugin's controls reach its running instances at their next call; only the
+                // compiled parts are built again (their plugins take the shared values too).
+                var compiledPartChanged = false
+                for index in changed.nodes.indices where changed.nodes[index] != graph.nodes[index] {
+                    if case .hosted = changed.nodes[index].kind, let hostedControls = factory.hostedControls {
+                        for control in changed.nodes[index].controls { hostedControls.set(node: index, port: control.port, value: control.value) }
+                    } else {
+                        compiledPartChanged = true
+                    }
+                }
+                if compiledPartChanged {
                     next.graph = changed
                     rebuild = true
+                } else if changed != graph {
+                    configuration.graph = changed
                 }
             } else {
                 refusals += change.graphControls.map { "unknown key '\($0.name)' (the live keys: \(PropsParam.liveKeys.joined(separator: ", ")))" }

@@ -15,10 +15,13 @@ struct EngineFactory {
     let costs: MachineCosts
     /// SOFA files read by earlier builds (a fresh cache reads them again).
     let hrtfSets = HRTFSetCache()
+    /// The plugin controls of the node's graph, which every build's plugins take (nil: no plugins).
+    let hostedControls: HostedControls?
 
-    init(context: OpaquePointer?, costs: MachineCosts) {
+    init(context: OpaquePointer?, costs: MachineCosts, graph: FilterGraph?) {
         self.context = context
         self.costs = costs
+        hostedControls = graph.flatMap { $0.hasHostedNodes ? HostedControls(graph: $0) : nil }
     }
 
     /// Loads the IR(s) of `configuration` at `sampleRate`, builds the matrix and plans the engine.
@@ -61,7 +64,8 @@ struct EngineFactory {
                 }
                 compiled.append(try compiledStage(matrix, configuration, sampleRate: sampleRate, expectedBlockSize: expectedBlockSize))
             }
-            let staged = try StagedGraph(graph: graph, plan: plan, compiled: compiled, sampleRate: sampleRate)
+            let controls = hostedControls ?? HostedControls(graph: graph)
+            let staged = try StagedGraph(graph: graph, plan: plan, compiled: compiled, controls: controls, sampleRate: sampleRate)
             guard !staged.compiledStages.isEmpty else {
                 throw .configuration(
                     NodeConfigurationError(key: "filter.graph", message: "no graph input or plugin reaches any graph output"))
@@ -291,7 +295,7 @@ extension NodeConfiguration {
     /// The matrix the node's engine runs at `sampleRate` (SOFA placement and autogain applied).
     public func engineMatrix(sampleRate: Int) throws(ConvolverNodeError) -> ConvolutionMatrix {
         // No engine is planned here, so no costs are asked of the machine.
-        try EngineFactory(context: nil, costs: .typical).preparedMatrix(self, sampleRate: sampleRate).matrix
+        try EngineFactory(context: nil, costs: .typical, graph: graph).preparedMatrix(self, sampleRate: sampleRate).matrix
     }
 
     /// Output = wet · engine output + dry · the input of the same index (`gain`, `mix`, `bypass`).

@@ -149,6 +149,7 @@ final class RealtimeProcessor {
         callRecorder?.recordInputs(UnsafePointer(callInputs.pointer), frameCount: frameCount)
         if fadingEngine == nil, !engines.hasRetired, let (next, inSilence) = takeOfferedEngine() {
             swaps.add(1, ordering: .relaxed)
+            callRecorder?.recordSwap()
             if !inSilence { silentInputFrames.store(Int.max / 2, ordering: .relaxed) }  // the new engine holds only zeros
             if let previous = activeEngine {
                 // SAFETY: claimed, the slot is this thread's until it retires it.

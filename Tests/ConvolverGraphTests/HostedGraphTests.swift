@@ -51,7 +51,9 @@ final class HostedGraphTests: XCTestCase {
         XCTAssertEqual(plan.sourceCount, 2)
         XCTAssertEqual(plan.sinkCount, 1)
 
-        let staged = try StagedGraph(graph: graph, plan: plan, compiled: plan.steps.map { try $0.matrix.map(compiled) }, sampleRate: 48000)
+        let controls = HostedControls(graph: graph)
+        let staged = try StagedGraph(
+            graph: graph, plan: plan, compiled: plan.steps.map { try $0.matrix.map(compiled) }, controls: controls, sampleRate: 48000)
         defer { for stage in staged.compiledStages { stage.stop() } }
         let input = [Float].noise(30000, using: &generator)
         var output = [Float](repeating: 0, count: input.count)
@@ -75,6 +77,23 @@ final class HostedGraphTests: XCTestCase {
         XCTAssertLessThan(Reference.relativeErrorDB(output, expected), -100)
         // The judge's teeth: the amp's gain 0.01 % off fails.
         XCTAssertGreaterThan(Reference.relativeErrorDB(output, expected.map { $0 * 1.0001 }), -100)
+
+        // A control change is heard from the next call on, with no rebuild: the amp at -6 dB.
+        controls.set(node: 1, port: "Amps gain (dB)", value: -6)
+        let more = [Float].noise(2048, using: &generator)
+        var after = [Float](repeating: 0, count: more.count)
+        more.withUnsafeBufferPointer { samples in
+            after.withUnsafeMutableBufferPointer { out in
+                var inputs: [UnsafePointer<Float>?] = [samples.baseAddress]
+                var outputs: [UnsafeMutablePointer<Float>?] = [out.baseAddress]
+                staged.process(inputs: &inputs, outputs: &outputs, frameCount: more.count)
+            }
+        }
+        let whole = input + more
+        let quieter = powf(10, -6 * 0.05)
+        let heardAfter = Reference.convolve(whole, room).enumerated().map { Float($1) * ($0 < input.count ? amp : quieter) }
+        let expectedAfter = Array(Reference.convolve(heardAfter, tap).suffix(more.count))
+        XCTAssertLessThan(Reference.relativeErrorDB(after, expectedAfter), -100)
     }
 
     /// A plugin between two plugins with a FIR on one path: waves by what each plugin hears.

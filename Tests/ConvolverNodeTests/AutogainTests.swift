@@ -60,7 +60,7 @@ final class AutogainTests: XCTestCase {
     private func levels(_ arguments: SPAJSONValue) throws -> (differencesDB: [Double], autogainDB: [Double]?) {
         var (configuration, _) = try NodeConfiguration.parse(pipeWire: .running, arguments)
         configuration.workgroupThreads = .fixed(1)
-        let prepared = try EngineFactory(context: nil, costs: .typical).preparedMatrix(configuration, sampleRate: 48000)
+        let prepared = try EngineFactory(context: nil, costs: .typical, graph: nil).preparedMatrix(configuration, sampleRate: 48000)
         let engine = try ConvolutionEngine(matrix: prepared.matrix, configuration: .init(expectedBlockSize: 1024))
         let settle = prepared.matrix.impulseLength
         let frames = settle + 10 * 48000

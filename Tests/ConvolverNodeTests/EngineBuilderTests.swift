@@ -23,7 +23,7 @@ final class EngineBuilderTests: XCTestCase {
     }
 
     func testQueuedIRBuildsOvertakenByANewerOneAreSkippedAndTheNewestIsBuilt() throws {
-        let builder = EngineBuilder(factory: EngineFactory(context: nil, costs: .typical)) {}
+        let builder = EngineBuilder(factory: EngineFactory(context: nil, costs: .typical, graph: nil)) {}
         for move in 0..<20 { builder.request(request(sofaConfiguration(azimuth: Double(move)))) }
         var completions: [EngineBuilder.Completion] = []
         defer { for completion in completions + builder.finish() { if case let .success(slot) = completion.result { slot.stop() } } }
@@ -40,7 +40,7 @@ final class EngineBuilderTests: XCTestCase {
     }
 
     func testTeardownSkipsQueuedBuilds() throws {
-        let builder = EngineBuilder(factory: EngineFactory(context: nil, costs: .typical)) {}
+        let builder = EngineBuilder(factory: EngineFactory(context: nil, costs: .typical, graph: nil)) {}
         for move in 0..<20 {
             var rebuild = request(sofaConfiguration(azimuth: Double(move)))
             rebuild.purpose = .sampleRate  // not overtaken by one another: only the teardown skips them

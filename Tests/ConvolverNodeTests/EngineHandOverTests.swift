@@ -15,7 +15,7 @@ final class EngineHandOverTests: XCTestCase {
     func testReplanIsTakenOnlyAfterSilenceAsLongAsTheImpulse() throws {
         var configuration = NodeConfiguration()
         configuration.filename = "builtin:hall"
-        let factory = EngineFactory(context: nil, costs: .typical)
+        let factory = EngineFactory(context: nil, costs: .typical, graph: nil)
         let first = try factory.makeSlot(configuration, sampleRate: 48000, expectedBlockSize: 1024)
         let replan = try factory.makeSlot(configuration, sampleRate: 48000, expectedBlockSize: frames)
         let processor = try RealtimeProcessor(inputCount: 2, outputCount: 2, controls: LiveControls(gain: 1, mix: 1, bypass: false))

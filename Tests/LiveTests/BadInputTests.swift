@@ -321,7 +321,7 @@ final class BadInputTests: XCTestCase {
         do {
             let (configuration, warnings) = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ \(arguments) }")
             do {
-                _ = try EngineFactory(context: nil, costs: .typical).makeMatrix(configuration, sampleRate: 48000)
+                _ = try EngineFactory(context: nil, costs: .typical, graph: nil).makeMatrix(configuration, sampleRate: 48000)
                 return (nil, warnings)
             } catch {
                 return ("\(error)", warnings)

@@ -252,6 +252,12 @@ extension FilterGraph {
         inputChannels: Int, outputChannels: Int, sampleRate: Int, rules: FilterChainRules,
         read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> ConvolutionMatrix {
+        guard !hasHostedNodes else {
+            throw .configuration(
+                NodeConfigurationError(
+                    key: "filter.graph",
+                    message: "a graph with plugins is no single matrix: it runs in stages on the node (pw-convolver run, or the module)"))
+        }
         let instances: Int
         do { instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels) } catch {
             throw .configuration(error)

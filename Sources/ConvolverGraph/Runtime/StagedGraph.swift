@@ -39,13 +39,19 @@ public final class StagedGraph {
     private let audio: FixedBuffer<Float>
     /// Every plugin instance's control ports, in the order of `StagePlan.Step.runs`.
     private let controls: FixedBuffer<Float>
+    /// Each of `controls`' shared value in `hostedControls` (-1: an output port, the plugin's own).
+    private let controlSources: FixedBuffer<Int>
+    private let hostedControls: HostedControls
+    /// `hostedControls.changeCount` when `controls` last took its values (-1: never).
+    private var controlsTaken = -1
     public let compiledStages: [CompiledStage]
 
     /// `compiled[k]`: step k's matrix as an engine (nil where the step has none). Instantiates and
     /// activates every plugin, connected to this graph's buffers.
     public init(
-        graph: FilterGraph, plan: StagePlan, compiled: [CompiledStage?], sampleRate: Int
+        graph: FilterGraph, plan: StagePlan, compiled: [CompiledStage?], controls hostedControls: HostedControls, sampleRate: Int
     ) throws(ConvolverNodeError) {
+        self.hostedControls = hostedControls
         let frames = Self.pieceFrames
         inputChannels = plan.inputChannels
         outputChannels = plan.outputChannels
@@ -55,12 +61,14 @@ public final class StagedGraph {
             return count + plugin.ports.filter { $0.role == .controlInput || $0.role == .controlOutput }.count
         }
         let sourcePointers: FixedBuffer<UnsafePointer<Float>?>, audio: FixedBuffer<Float>, controls: FixedBuffer<Float>
+        let controlSources: FixedBuffer<Int>
         do {
             sourcePointers = try FixedBuffer(repeating: nil, count: plan.sourceCount)
             audio = try FixedBuffer(repeating: 0, count: (hostedOutputs + plan.sinkCount + 1) * frames)
             controls = try FixedBuffer(repeating: 0, count: controlCount)
+            controlSources = try FixedBuffer(repeating: -1, count: controlCount)
         } catch { throw .engine("\(error)") }
-        (self.sourcePointers, self.audio, self.controls) = (sourcePointers, audio, controls)
+        (self.sourcePointers, self.audio, self.controls, self.controlSources) = (sourcePointers, audio, controls, controlSources)
         let sinkBase = audio.pointer + hostedOutputs * frames
         let silence = sinkBase + plan.sinkCount * frames
         for source in plan.inputChannels..<plan.sourceCount {
@@ -85,8 +93,11 @@ public final class StagedGraph {
                                 return audio.pointer + (run.outputs[audioOutputs.firstIndex(of: port.index)!] - plan.inputChannels) * frames
                             case .controlInput, .controlOutput:
                                 let storage = controls.pointer + nextControl
-                                nextControl += 1
                                 storage.pointee = Float(node.controls.first { $0.port == port.name }?.value ?? 0)
+                                if port.role == .controlInput {
+                                    controlSources[nextControl] = hostedControls.index(node: run.node, port: port.name) ?? -1
+                                }
+                                nextControl += 1
                                 return storage
                             }
                         })
@@ -115,6 +126,7 @@ public final class StagedGraph {
     public func process(
         inputs: UnsafePointer<UnsafePointer<Float>?>, outputs: UnsafePointer<UnsafeMutablePointer<Float>?>, frameCount: Int
     ) {
+        takeControlChanges()
         var offset = 0
         while offset < frameCount {
             let frames = min(Self.pieceFrames, frameCount - offset)
@@ -130,6 +142,17 @@ public final class StagedGraph {
             }
             run(finalStep, frameCount: frames)
             offset += frames
+        }
+    }
+
+    /// The shared control values, copied into the plugins' ports if they changed. Real-time safe.
+    @inline(__always)
+    private func takeControlChanges() {
+        let changes = hostedControls.changeCount
+        guard changes != controlsTaken else { return }
+        controlsTaken = changes
+        for index in 0..<controlSources.count where controlSources[index] >= 0 {
+            controls[index] = hostedControls.value(at: controlSources[index])
         }
     }
 

@@ -8,7 +8,9 @@ and runs the graph on the recorded input signal node by node in the time domain 
 gains, delay by truncated seconds × rate, linear/invert, convolver and convolver2 by scipy's
 convolution of the IR file's channel, the spatializer by the filters libmysofa itself gives, the
 biquads by scipy's lfilter with biquad.c's coefficients for the version: 0.3.x's or 1.x's;
-param_eq's bands from its filters arrays and EqualizerAPO files, with 1.x's), instance by
+param_eq's bands from its filters arrays and EqualizerAPO files, with 1.x's; LADSPA plugins by a
+host of the judge's own, ladspa_reference.py, in the node's call sizes from the call in which the
+node took the engine it ended with: the record's .swaps), instance by
 instance as filter-chain replicates the graph over the streams' channels, in double precision.
 The node instead folds the graph into one matrix of impulse responses before it runs.
 
@@ -33,6 +35,8 @@ warnings.simplefilter("ignore")
 import numpy as np
 from scipy.io import wavfile
 from scipy.signal import fftconvolve, lfilter
+
+from ladspa_reference import Plugin
 
 TOKEN = re.compile(r'\s+|#[^\n]*|"(?:[^"\\]|\\.)*"|[{}\[\]=:,]|[^\s{}\[\]=:,"#]+')
 
@@ -251,23 +255,27 @@ def equalizer_bands(config):
     return [[band for band in channel[:used] if band is not None] for channel in bands]
 
 
-def run_graph(graph, signal, instance, rate, mutate, version):
+def run_graph(graph, signal, instance, rate, mutate, version, calls, plugins_start):
     one_dot_x = version >= (1, 0)
     nodes = graph["nodes"]
     names = [node["name"] for node in nodes]
     links = [(link["output"], link["input"]) for link in graph.get("links", [])]
+    plugins = {node["name"]: Plugin(node["plugin"], node["label"]) for node in nodes if node.get("type") == "ladspa"}
 
     def split(port, default):
         node, _, name = port.partition(":")
         return (node, name) if node in names else (default, port)
 
     def inputs_of(node):
+        if node["name"] in plugins:
+            return plugins[node["name"]].names("audio_in")
         return [f"In {i}" for i in range(1, 9)] if node["label"] in ("mixer", "param_eq", "dcblock") else ["In"]
 
     def port_name(node_name, name, input_side):
         node = nodes[names.index(node_name)]
         ports = inputs_of(node) if input_side else (
-            [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq", "dcblock")
+            plugins[node_name].names("audio_out") if node_name in plugins
+            else [f"Out {i}" for i in range(1, 9)] if node["label"] in ("convolver2", "param_eq", "dcblock")
             else ["Out L", "Out R"] if node["label"] == "spatializer" else ["Out"])
         return ports[int(name)] if name.isdigit() else name
 
@@ -301,7 +309,16 @@ def run_graph(graph, signal, instance, rate, mutate, version):
             if name in done or any(source[0] not in done for (dest, _), source in feeds.items() if dest == name):
                 continue
             label, control, config = node["label"], node.get("control", {}), node.get("config", {})
-            if label == "copy":
+            if name in plugins:
+                # Hosted: the plugin itself, from its instantiation on, in the node's call sizes.
+                plugin = plugins[name]
+                heard = {port: input_signal(name, port) for port in plugin.names("audio_in")
+                         if (name, port) in graph_inputs or (name, port) in feeds}
+                values = {port: float(np.float32(number(value))) for port, value in control.items()}
+                heard = {port: signal[plugins_start:] for port, signal in heard.items()}
+                for port, result in plugin.run(heard, values, rate, calls).items():
+                    produced[(name, port)] = np.concatenate([np.zeros(plugins_start), result])
+            elif label == "copy":
                 produced[(name, "Out")] = input_signal(name, "In")
             elif label in ("linear", "invert"):
                 produced[(name, "Out")] = input_signal(name, "In") * (
@@ -416,12 +433,18 @@ def evaluate(spec, text, calls, mutate, controls):
     inputs, outputs = channels(capture, n_inputs), channels(playback, n_outputs)
     instances = max(1, inputs // n_inputs)
     calls = calls.reshape(-1, inputs + outputs).astype(np.float64)
+    # Each call's frames (the record's .times: frames, start, end): plugins run in the same calls.
+    call_frames = np.fromfile(spec["calls"] + ".times", dtype=np.uint64).reshape(-1, 3)[:, 0]
+    # The node's plugins started with the engine in use at the end: the call of its swap (.swaps).
+    swaps = np.fromfile(spec["calls"] + ".swaps", dtype=np.uint64)
+    first_call = int(swaps[-1]) if len(swaps) else 0
+    plugins_start = int(call_frames[:first_call].sum())
     signal, recorded = calls[:, :inputs], calls[:, inputs:]
     expected = np.zeros_like(recorded)
     for instance in range(instances):
         piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
         version = tuple(int(part) for part in (spec["pipewire"].split(".") + ["0", "0"])[:3])
-        results, _, _ = run_graph(graph, piece, instance, rate, mutate, version)
+        results, _, _ = run_graph(graph, piece, instance, rate, mutate, version, call_frames[first_call:], plugins_start)
         for index, result in enumerate(results):
             channel = instance * n_outputs + index
             if channel < outputs:
