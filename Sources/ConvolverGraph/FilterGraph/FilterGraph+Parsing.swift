@@ -358,49 +358,6 @@ extension FilterGraph {
         nodes.flatMap { node in node.controls.map { ("\(node.name):\($0.port)", $0.value) } }
     }
 
-    /// A `type = ladspa` node: its plugin opened (as filter-chain opens it) to learn its ports;
-    /// every control input is a control, given or at its default. filter-chain neither checks nor
-    /// clamps a control against its hints: a value outside them is passed on too, with a warning.
-    private static func hostedNode(
-        _ value: SPAJSONValue, key: String, name: String, plugin: String, label: String,
-        control: [(String, SPAJSONValue)], warnings: inout [String]
-    ) throws(NodeConfigurationError) -> Node {
-        guard !name.isEmpty else { throw NodeConfigurationError(key: key, message: "a ladspa node without a name") }
-        let node = "filter.graph node '\(name)'"
-        guard !plugin.isEmpty, !label.isEmpty else {
-            throw NodeConfigurationError(key: key, message: "node '\(name)' (ladspa) needs plugin = \"NAME or /path\" and label = \"LABEL\"")
-        }
-        let loaded: LADSPAPlugin
-        do { loaded = try LADSPAPlugin.load(plugin: plugin, label: label) } catch {
-            throw NodeConfigurationError(key: "\(node) plugin", message: error.description)
-        }
-        let controlPorts = loaded.ports.filter { $0.role == .controlInput }
-        var controls: [Control] = []
-        for port in controlPorts {
-            var number = Double(port.defaultValue)
-            if let written = control.last(where: { $0.0 == port.name })?.1 {
-                guard let given = written.number, given.isFinite else {
-                    throw NodeConfigurationError(
-                        key: "\(node) control \"\(port.name)\"", message: "'\(written.text ?? written.json)' is not a finite number")
-                }
-                if let lower = port.lower, given < Double(lower) {
-                    warnings.append("\(node) control \"\(port.name)\": \(given) is below its hinted minimum \(lower); passed on as filter-chain does")
-                }
-                if let upper = port.upper, given > Double(upper) {
-                    warnings.append("\(node) control \"\(port.name)\": \(given) is above its hinted maximum \(upper); passed on as filter-chain does")
-                }
-                number = Double(Float(given))
-            }
-            controls.append(Control(port: port.name, value: number))
-        }
-        for (port, _) in control where !controlPorts.contains(where: { $0.name == port }) {
-            warnings.append(
-                "\(node): no control port '\(port)' on \(loaded.label); its controls are "
-                    + controlPorts.map { "'\($0.name)'" }.joined(separator: ", ") + "; ignored")
-        }
-        return Node(name: name, label: label, kind: .hosted(loaded), controls: controls, source: value)
-    }
-
     /// `bq_raw`'s `coefficients = [ { rate = 48000 b0 = ... a2 = ... } ... ]` (each b0, a0 default 1,
     /// the others 0), as plugin_builtin.c reads them; the config is required.
     private static func rawCoefficients(
