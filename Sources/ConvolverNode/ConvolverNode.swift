@@ -336,7 +336,7 @@ public final class ConvolverNode {
         guard let transport else { return }
         let answered = controlAnswers.properties + engineDescription
         for (key, value) in answered { lastPublished[key] = value }
-        let properties = makeProperties(answered)
+        guard let properties = makeProperties(answered) else { return }
         transport.updateProperties(&properties.pointee.dict)
         pw_properties_free(properties)
     }
@@ -391,7 +391,7 @@ public final class ConvolverNode {
         }
         guard values != lastPublished else { return }
         lastPublished = values
-        let properties = makeProperties(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) })
+        guard let properties = makeProperties(values.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }) else { return }
         transport.updateProperties(&properties.pointee.dict)
         pw_properties_free(properties)
     }

@@ -41,7 +41,7 @@ final class FilterTransport: NodeTransport {
         if let target = configuration.targetObject { properties.append((PW_KEY_TARGET_OBJECT, target)) }
         properties += configuration.extraNodeProperties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         // pw_filter_new takes ownership of the properties.
-        let nodeProperties = makeProperties(properties)
+        guard let nodeProperties = makeProperties(properties) else { throw .pipeWire(call: "pw_properties_new", errno: ENOMEM) }
         let (created, error) = configuration.nodeName.withCString { name in withErrno { pw_filter_new(core, name, nodeProperties) } }
         guard let filter = created else { throw .pipeWire(call: "pw_filter_new", errno: error) }
         self.filter = filter
@@ -57,6 +57,10 @@ final class FilterTransport: NodeTransport {
                     (PW_KEY_FORMAT_DSP, "32 bit float mono audio"), (PW_KEY_PORT_NAME, "\(prefix)_\(position)"),
                     (PW_KEY_AUDIO_CHANNEL, position),
                 ])
+                guard let portProperties else {
+                    destroy()
+                    throw .pipeWire(call: "pw_properties_new(\(prefix)_\(position))", errno: ENOMEM)
+                }
                 guard
                     let port = pw_filter_add_port(
                         filter, direction, PW_FILTER_PORT_FLAG_MAP_BUFFERS,

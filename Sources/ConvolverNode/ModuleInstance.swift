@@ -85,13 +85,14 @@ public final class ConvolverModuleInstance {
             throw .engine("\(error)")
         }
         pw_impl_module_add_listener(module, moduleListener.pointer, PipeWireCallbacks.moduleEvents, Unmanaged.passUnretained(self).toOpaque())
-        let moduleProperties = makeProperties([
+        if let moduleProperties = makeProperties([
             (PW_KEY_MODULE_AUTHOR, "swift-convolver"),
             (PW_KEY_MODULE_DESCRIPTION, "Zero-latency partitioned convolver filter node"),
             (PW_KEY_MODULE_USAGE, usage), (PW_KEY_MODULE_VERSION, "0.1"),
-        ])
-        _ = pw_impl_module_update_properties(module, &moduleProperties.pointee.dict)
-        pw_properties_free(moduleProperties)
+        ]) {
+            _ = pw_impl_module_update_properties(module, &moduleProperties.pointee.dict)
+            pw_properties_free(moduleProperties)
+        }
         PipeWireLog.info(
             "\(configuration.nodeName): loaded, \(configuration.channelCount) channels, IR \(configuration.filename ?? (configuration.graph != nil ? "filter.graph" : "impulses"))"
         )

@@ -90,7 +90,7 @@ final class SinkTransport: NodeTransport {
 
         // pw_stream_new takes ownership of the properties.
         func newStream(_ name: String, _ properties: [(String, String)]) -> (OpaquePointer?, errno: Int32) {
-            let streamProperties = makeProperties(properties)
+            guard let streamProperties = makeProperties(properties) else { return (nil, ENOMEM) }
             return name.withCString { name in withErrno { pw_stream_new(core, name, streamProperties) } }
         }
         let (capture, captureError) = newStream(configuration.nodeName, captureProperties)

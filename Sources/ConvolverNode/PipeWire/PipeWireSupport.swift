@@ -25,10 +25,11 @@ func withErrno<Result>(_ call: () -> Result) -> (Result, errno: Int32) {
     return (result, errno)
 }
 
-/// Builds a `pw_properties` from Swift pairs. The caller owns the result (`pw_properties_free`, or
-/// give it to a call that takes ownership such as `pw_filter_new`).
-func makeProperties(_ pairs: [(String, String)]) -> UnsafeMutablePointer<pw_properties> {
-    let properties = pw_properties_new_string("")!
+/// Builds a `pw_properties` from Swift pairs; nil when libpipewire has no memory for it. The caller
+/// owns the result (`pw_properties_free`, or give it to a call that takes ownership such as
+/// `pw_filter_new`).
+func makeProperties(_ pairs: [(String, String)]) -> UnsafeMutablePointer<pw_properties>? {
+    guard let properties = pw_properties_new_string("") else { return nil }
     for (key, value) in pairs { pw_properties_set(properties, key, value) }
     return properties
 }
