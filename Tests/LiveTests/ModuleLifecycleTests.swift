@@ -78,7 +78,7 @@ final class ModuleLifecycleTests: XCTestCase {
         XCTAssertGreaterThan(options.count, 30, usage)
         for option in options { XCTAssertTrue(known(option), "module.usage names '\(option)', which the parser does not know") }
 
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/ConvolverNode")
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/ConvolverGraph/Configuration")
         var literals = Set<String>()
         for file in ["NodeConfiguration+Parsing.swift", "NodeConfiguration.swift"] {
             let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
@@ -198,7 +198,7 @@ final class ModuleLifecycleTests: XCTestCase {
         }
         func calls() -> Int { ((try? daemon.nodeProperties("conv-beside"))?.properties["convolver.calls"] as? Int) ?? 0 }
         for graph in [
-            "nodes = [ { type = ladspa name = enc plugin = surround_encoder_1401 label = surroundEncoder } ]",
+            "nodes = [ { type = ladspa name = enc plugin = no_such_encoder label = surroundEncoder } ]",
             "nodes = [ { type = builtin label = copy name = a } { type = builtin label = mixer name = m } { type = builtin label = copy name = b } ] "
                 + "links = [ { output = \"a:Out\" input = \"m:In 1\" } { output = \"m:Out\" input = \"a:In\" } ] "
                 + "inputs = [ \"m:In 2\" ] outputs = [ \"b:Out\" ]",
