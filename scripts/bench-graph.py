@@ -12,6 +12,9 @@ Cases:
           gain, the right one behind a `delay` node (speaker alignment): 2 inputs, 2 outputs.
   room-eq the same with a sub-sonic `bq_highpass` (20 Hz) and a 10-band `param_eq` in front of
           each FIR (filter-chain has `param_eq` from 1.4 on: `--pipewire 1.4`).
+  speaker speaker DSP with LADSPA plugins (swh: gains, mid/side, limiters, crossovers; the tests'
+          ladspa-speaker-dsp.conf), then per-driver FIRs of 8 192 taps: 2 inputs, 4 outputs.
+  speaker-long  the same with 65 536-tap FIRs.
 Per case: the process's CPU (all threads, then by thread), its data-thread busy p99/max and late
 cycles (the profiler, `pw-convolver top --batch`, the worse of each system's two streams), the
 driver's own late cycles, and for ours its own late cycles (convolver.late-cycles-own) and its record
@@ -45,6 +48,7 @@ spec.loader.exec_module(live)
 RATE = live.RATE
 JUDGE_GRAPH = os.path.join(ROOT, "Tests/LiveTests/Support/judge_filter_graph.py")
 HESUVI = os.path.join(ROOT, "Tests/LiveTests/FilterChainConfigs/sink-virtual-surround-7.1-hesuvi.conf")
+SPEAKER = os.path.join(ROOT, "Tests/LiveTests/FilterChainConfigs/ladspa-speaker-dsp.conf")
 SURROUND = ["FL", "FR", "FC", "LFE", "RL", "RR", "SL", "SR"]
 
 # Each system's floor: the same two streams around a graph that only copies.
@@ -131,6 +135,9 @@ def write_impulses(directory):
     fir = (rng.standard_normal((65536, 2)) * np.exp(-np.abs(np.arange(65536) - 32768) / 6000)[:, None] * 0.02).astype(np.float32)
     fir[32768] += 0.7
     wavfile.write(os.path.join(directory, "fir.wav"), RATE, fir)
+    short = (rng.standard_normal((8192, 2)) * np.exp(-np.abs(np.arange(8192) - 4096) / 800)[:, None] * 0.02).astype(np.float32)
+    short[4096] += 0.7
+    wavfile.write(os.path.join(directory, "fir-short.wav"), RATE, short)
 
 
 def case_config(case, directory):
@@ -140,6 +147,10 @@ def case_config(case, directory):
     if case == "hesuvi":
         text = open(HESUVI).read().replace('"hrir_hesuvi/hrir.wav"', f'"{directory}/hrir.wav"')
         return (text, "effect_input.virtual-surround-7.1-hesuvi", "effect_output.virtual-surround-7.1-hesuvi", SURROUND, 2)
+    if case in ("speaker", "speaker-long"):
+        fir = "fir.wav" if case == "speaker-long" else "fir-short.wav"
+        text = open(SPEAKER).read().replace('"ir-stereo.wav"', f'"{directory}/{fir}"')
+        return (text, "effect_input.ladspa-speaker-dsp", "effect_output.ladspa-speaker-dsp", ["FL", "FR"], 4)
     room = ROOM_EQ if case == "room-eq" else ROOM
     return (room.replace('"FIR"', f'"{directory}/fir.wav"'), "effect_input.room-correction", "effect_output.room-correction",
             ["FL", "FR"], 2)

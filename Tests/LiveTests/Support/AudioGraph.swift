@@ -95,7 +95,7 @@ struct PlayThrough {
             ],
             logName: "\(recorderName).log")
         defer { recorder.stop() }
-        try daemon.waitForPorts(ofNode: recorderName, count: recordedPositions.count)
+        try daemon.waitForPorts(ofNode: recorderName, named: recordedPositions.map { "input_\($0)" })
         let outputs = outputPositions ?? positions
         for (position, recorded) in zip(outputs, recordedPositions.suffix(outputs.count)) {
             try daemon.link("\(outputNodeName ?? nodeName):output_\(position)", "\(recorderName):input_\(recorded)")
@@ -107,7 +107,7 @@ struct PlayThrough {
             ],
             logName: "\(playerName).log")
         defer { player.stop() }
-        try daemon.waitForPorts(ofNode: playerName, count: positions.count)
+        try daemon.waitForPorts(ofNode: playerName, named: positions.map { "output_\($0)" })
         for (position, recorded) in zip(positions, recordedPositions) {
             try daemon.link("\(playerName):output_\(position)", "\(recorderName):input_\(recorded)")
             try daemon.link("\(playerName):output_\(position)", "\(nodeName):\(nodeInputPrefix)_\(position)")

@@ -279,6 +279,7 @@ enum FilterChainJudge {
         var miswired_agreeing: Int?
         var swapped_agreeing: Int
         var one_sample_late_agreeing: Int
+        var shifted_agreeing: Int
     }
 
     /// `ours`, `theirs`, `miswired`: the recorded channels of our outputs, filter-chain's and those of a
@@ -308,8 +309,14 @@ enum FilterChainJudge {
         let cycles = Double(comparison.cycles)
         XCTAssertGreaterThan(comparison.cycles, minimumCycles, "\(label): too little of filter-chain's output recorded", file: file, line: line)
         let missedBuffer = comparison.longest_disagreeing <= comparison.cycles / 4 ? comparison.longest_disagreeing : 0
+        // One sink that missed one of the player's buffers disagrees until the IR has passed (the
+        // run set aside) or, when the other sink's input stays a buffer apart, until the end: those
+        // cycles agree shifted. Most cycles must agree as recorded: a node late by a block fails.
         XCTAssertGreaterThanOrEqual(
-            Double(comparison.agreeing), 0.9 * (cycles - Double(missedBuffer)),
+            Double(comparison.agreeing), 0.5 * cycles, "\(label) does not sound like filter-chain, even shifted: \(comparison)",
+            file: file, line: line)
+        XCTAssertGreaterThanOrEqual(
+            Double(comparison.agreeing + comparison.shifted_agreeing), 0.9 * (cycles - Double(missedBuffer)),
             "\(label) does not sound like filter-chain: cycles \(comparison.first_disagreeing)...", file: file, line: line)
         XCTAssertLessThanOrEqual(comparison.error_db ?? .infinity, limitDB, "\(label): worst \(comparison.worst)", file: file, line: line)
         // The judge's teeth: a mistranslated config, swapped outputs or one sample of latency fail it.

@@ -366,6 +366,15 @@ final class PrivatePipeWire {
         return (module?["info"] as? [String: Any])?["props"] as? [String: Any] ?? [:]
     }
 
+    /// Waits until the node has every port in `names`: a new node's ports appear one by one, and a
+    /// count of them can be reached first by ports of the other direction.
+    func waitForPorts(ofNode name: String, named names: [String], timeout: TimeInterval = 20) throws {
+        var last: [String] = []
+        guard waitUntil(timeout: timeout, { last = (try? self.portNames(ofNode: name)) ?? []; return names.allSatisfy(last.contains) }) else {
+            throw TestFailure("node \(name) has ports \(last) after \(timeout) s, expected \(names)")
+        }
+    }
+
     func waitForPorts(ofNode name: String, count: Int, timeout: TimeInterval = 20) throws {
         var last: [String] = []
         guard

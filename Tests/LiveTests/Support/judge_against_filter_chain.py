@@ -24,6 +24,8 @@ Answer (JSON, stdout):
   error_db    over the agreeing cycles, the worse output's energy of (ours - theirs) over theirs
               (null where no cycle agrees)
   worst       over the agreeing cycles, the largest absolute difference
+  shifted_agreeing  of the disagreeing cycles from the first on, those that agree with filter-chain's
+              output moved by one whole shift (a sink that missed one of the player's buffers)
   miswired_agreeing, swapped_agreeing, one_sample_late_agreeing   the cycles that agree when
               filter-chain's output is held to the mistranslated node (null without one), to our
               outputs swapped, and to ours delayed by one frame: each must agree in almost none
@@ -46,6 +48,29 @@ def cycle_errors_db(candidate, reference, quantum):
         return (10 * np.log10(np.maximum(difference / np.maximum(energy, 1e-30), 1e-30))).max(axis=1)
 
 
+def shifted_agreeing(ours, theirs, agree, loud, quantum, limit_db):
+    """After the first disagreeing cycle: the loud cycles that disagree as recorded but agree with
+    filter-chain's output shifted by whole blocks of 64 frames (2 to 8192 frames either way), one
+    shift for the whole rest of the recording. That is one sink having missed one of the player's
+    buffers: from then on its input, and so its output, is the other's moved by that buffer."""
+    disagreeing = np.nonzero(loud & ~agree)[0]
+    if len(disagreeing) == 0:
+        return 0
+    first = disagreeing[0]
+    cycles = len(agree)
+    best = 0
+    for lag in [k * 64 for k in range(-128, 129) if k != 0]:
+        moved = np.zeros_like(theirs)
+        if lag > 0:
+            moved[lag:] = theirs[:-lag]
+        else:
+            moved[:lag] = theirs[-lag:]
+        errors = cycle_errors_db(ours, moved, quantum)
+        recovered = int(((errors <= limit_db) & loud & ~agree)[first:cycles].sum())
+        best = max(best, recovered)
+    return best
+
+
 def main():
     spec = json.load(open(sys.argv[1]))
     frames = np.fromfile(spec["recording"], dtype=np.float32).reshape(-1, spec["channels"]).astype(np.float64)
@@ -59,6 +84,7 @@ def main():
         return (cycle_errors_db(candidate, theirs, quantum) <= limit_db) & loud
 
     agree = agreeing(ours)
+    shifted = shifted_agreeing(ours, theirs, agree, loud, quantum, limit_db)
     samples = np.repeat(agree, quantum)
     difference, reference = (ours - theirs)[:cycles * quantum][samples], theirs[:cycles * quantum][samples]
     error = max((10 * np.log10(max(np.sum(d * d), 1e-30) / np.sum(r * r)) for d, r in zip(difference.T, reference.T)
@@ -79,6 +105,7 @@ def main():
         "miswired_agreeing": int(agreeing(frames[:, spec["miswired"]]).sum()) if spec.get("miswired") else None,
         "swapped_agreeing": int(agreeing(ours[:, ::-1]).sum()),
         "one_sample_late_agreeing": int(agreeing(late).sum()),
+        "shifted_agreeing": shifted,
     }))
 
 
