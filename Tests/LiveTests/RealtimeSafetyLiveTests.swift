@@ -6,8 +6,8 @@ import XCTest
 /// armed; then, while audio plays, Props, the quantum and the IR change; the counts of malloc-family
 /// calls and mutex locks on PipeWire's data thread and on our helper threads must be zero, and the
 /// FTZ/DAZ bits must be set on those threads whenever they read the clock (denormals flushed).
-/// A second node in the same process, fed by the first, posts to the same process-wide workgroup;
-/// a third, fed by the second, hosts LADSPA plugins around a long IR (our code around their `run`).
+/// A second node in the same process, fed by the first, posts to the same process-wide workgroup.
+/// A third test hosts LADSPA plugins around a long IR (our code around their `run`).
 /// A second test runs the node with its allocating fault (`test.fault = allocate-in-process`) and
 /// shows the counter sees it.
 ///
@@ -40,25 +40,12 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         let host = try RealtimeCheckHost(
             daemon: daemon, name: "conv-rt",
             arguments: "node.name = conv-rt audio.position = [ FL FR ] filename = \"\(path("ir-a.wav"))\"",
-            moreNodes: [
-                "node.name = conv-rt-b audio.position = [ FL FR ] filename = \"\(path("ir-b.wav"))\" workgroup = { threads = 2 }",
-                // A third, fed by the second: a graph with LADSPA plugins hosted around a long IR.
-                "node.name = conv-rt-c audio.position = [ FL FR ] filter.graph = { nodes = [ "
-                    + "{ type = ladspa name = amp plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = -3 } } "
-                    + "{ type = builtin name = room label = convolver config = { filename = \"\(path("ir-b.wav"))\" } } "
-                    + "{ type = ladspa name = comp plugin = dyson_compress_1403 label = dysonCompress } ] "
-                    + "links = [ { output = \"amp:Output\" input = \"room:In\" } { output = \"room:Out\" input = \"comp:Input\" } ] "
-                    + "inputs = [ \"amp:Input\" ] outputs = [ \"comp:Output\" ] }",
-            ])
+            moreNodes: ["node.name = conv-rt-b audio.position = [ FL FR ] filename = \"\(path("ir-b.wav"))\" workgroup = { threads = 2 }"])
         defer { host.client.stop() }
         try daemon.waitForPorts(ofNode: "conv-rt-b", count: 4, timeout: 30)
-        // A graph makes a stream pair, as filter-chain's does: conv-rt-c's inputs, output.conv-rt-c's outputs.
-        try daemon.waitForPorts(ofNode: "conv-rt-c", count: 2, timeout: 30)
-        for (from, to) in [("conv-rt", "conv-rt-b"), ("conv-rt-b", "conv-rt-c")] {
-            for channel in ["FL", "FR"] {
-                let (status, output) = try daemon.run(["pw-link", "\(from):output_\(channel)", "\(to):input_\(channel)"])
-                XCTAssertEqual(status, 0, output)
-            }
+        for channel in ["FL", "FR"] {
+            let (status, output) = try daemon.run(["pw-link", "conv-rt:output_\(channel)", "conv-rt-b:input_\(channel)"])
+            XCTAssertEqual(status, 0, output)
         }
         let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rt")).id
 
@@ -107,10 +94,50 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         let second = try XCTUnwrap(try daemon.nodeProperties("conv-rt-b")).properties
         XCTAssertEqual("\(second["convolver.workgroup"] ?? "")", "\(statistics["convolver.workgroup"] ?? "-")", "one workgroup")
         XCTAssertGreaterThan(Int("\(second["convolver.calls"] ?? "0")") ?? 0, 1000, "the second node ran")
-        let hosted = try XCTUnwrap(try daemon.nodeProperties("conv-rt-c")).properties
-        XCTAssertGreaterThan(Int("\(hosted["convolver.calls"] ?? "0")") ?? 0, 1000, "the node with plugins ran")
-        XCTAssertTrue("\(hosted["convolver.plan"] ?? "")".contains("comp"), "its plan names its plugins: \(hosted["convolver.plan"] ?? "")")
 
+        result.assertRealtimeSafe()
+        XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
+    }
+
+    /// A graph with LADSPA plugins hosted around a long IR (swh's amp and dyson compressor, a
+    /// 60 000-tap convolver between them: three stages) while its plugin controls change: our code
+    /// around the plugins' `run()` allocates and locks nothing, on the data thread and the helpers.
+    func testHostedPluginsAllocateAndLockNothingAroundTheirRun() throws {
+        let warmUp = 2.0, seconds = 5.0
+        try TestSignals.write(TestSignals.syntheticImpulse(frames: 60000), to: path("ir.wav"))
+        try TestSignals.write(TestSignals.noise(seconds: warmUp + seconds + 2, leadOut: 0.5), to: path("input.wav"))
+        let host = try RealtimeCheckHost(
+            daemon: daemon, name: "conv-rt-plugins",
+            arguments: "node.name = conv-rt-plugins audio.position = [ FL FR ] filter.graph = { nodes = [ "
+                + "{ type = ladspa name = amp plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = -3 } } "
+                + "{ type = builtin name = room label = convolver config = { filename = \"\(path("ir.wav"))\" } } "
+                + "{ type = ladspa name = comp plugin = dyson_compress_1403 label = dysonCompress } ] "
+                + "links = [ { output = \"amp:Output\" input = \"room:In\" } { output = \"room:Out\" input = \"comp:Input\" } ] "
+                + "inputs = [ \"amp:Input\" ] outputs = [ \"comp:Output\" ] }",
+            portCount: 2)
+        defer { host.client.stop() }
+        // A graph makes a stream pair, as filter-chain's does: conv-rt-plugins' inputs, output.conv-rt-plugins' outputs.
+        try daemon.waitForPorts(ofNode: "output.conv-rt-plugins", named: ["output_FL", "output_FR"], timeout: 30)
+        let nodeID = try XCTUnwrap(try daemon.nodeProperties("conv-rt-plugins")).id
+        var report: RealtimeCheckReport?
+        var playThrough = PlayThrough(daemon: daemon, nodeName: "conv-rt-plugins")
+        playThrough.outputNodeName = "output.conv-rt-plugins"
+        try playThrough.run(
+            inputPath: path("input.wav"), recordingPath: path("rec.f32"), seconds: warmUp + seconds + 2, tailSeconds: 0.2, tag: "rt-plugins"
+        ) {
+            usleep(UInt32(warmUp * 1_000_000))
+            try host.arm()
+            for step in 0..<Int(seconds / 0.5) {
+                try setProps(nodeID, "\"amp:Amps gain (dB)\" \(step % 2 == 0 ? -6 : -3) \"comp:Peak limit (dB)\" \(-(step % 4) * 3)")
+                usleep(500_000)
+            }
+            report = try host.dump()
+        }
+        let result = try XCTUnwrap(report)
+        print(result.summary)
+        let statistics = try XCTUnwrap(try daemon.nodeProperties("conv-rt-plugins")).properties
+        XCTAssertGreaterThan(Int("\(statistics["convolver.calls"] ?? "0")") ?? 0, 1000, "the node with plugins ran")
+        XCTAssertTrue("\(statistics["convolver.plan"] ?? "")".contains("comp"), "its plan names its plugins: \(statistics["convolver.plan"] ?? "")")
         result.assertRealtimeSafe()
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
     }
