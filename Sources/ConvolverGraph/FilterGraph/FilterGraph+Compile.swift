@@ -112,14 +112,14 @@ extension FilterGraph {
 
     /// How many copies of the graph run side by side (filter-chain's "instances"): the capture
     /// channels over the graph's inputs, which must equal the playback channels over its outputs.
-    func instanceCount(inputChannels: Int, outputChannels: Int) throws(NodeConfigurationError) -> Int {
+    func instanceCount(inputChannels: Int, outputChannels: Int) throws(ConvolverNodeError) -> Int {
         let instances = inputChannels / inputs.count
         guard instances == outputChannels / outputs.count else {
-            throw NodeConfigurationError(
+            throw .configuration(NodeConfigurationError(
                 key: "filter.graph",
                 message: "the capture side has \(inputChannels) channels for the graph's \(inputs.count) inputs, the playback "
                     + "side \(outputChannels) for its \(outputs.count) outputs: \(inputChannels)/\(inputs.count) must equal "
-                    + "\(outputChannels)/\(outputs.count) (check inputs, outputs and audio.channels)")
+                    + "\(outputChannels)/\(outputs.count) (check inputs, outputs and audio.channels)"))
         }
         return max(instances, 1)  // fewer channels than inputs: one instance, some ports unconnected (filter-chain warns)
     }
@@ -258,10 +258,7 @@ extension FilterGraph {
                     key: "filter.graph",
                     message: "a graph with plugins is no single matrix: it runs in stages on the node (pw-convolver run, or the module)"))
         }
-        let instances: Int
-        do { instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels) } catch {
-            throw .configuration(error)
-        }
+        let instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels)
         var entries: [ConvolutionMatrix.Entry] = []
         for instance in 0..<instances {
             let responses = try linearResponses(

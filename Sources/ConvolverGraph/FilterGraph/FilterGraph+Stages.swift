@@ -65,10 +65,7 @@ extension FilterGraph {
         inputChannels: Int, outputChannels: Int, sampleRate: Int, rules: FilterChainRules,
         read: (_ node: String, FileRequest) throws(ConvolverNodeError) -> [Double]
     ) throws(ConvolverNodeError) -> StagePlan {
-        let instances: Int
-        do { instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels) } catch {
-            throw .configuration(error)
-        }
+        let instances = try instanceCount(inputChannels: inputChannels, outputChannels: outputChannels)
         let waves = try hostedWaves()
         let hosted = nodes.indices.filter { waves[$0] != nil }
         let sourceKeys = hostedSourceKeys
