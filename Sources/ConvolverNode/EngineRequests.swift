@@ -1,4 +1,5 @@
 import ConvolverGraph
+
 // Which engines a node has asked its builder for, and whether a finished build is still wanted.
 // Pure state (no PipeWire, no threads): the node applies its verdicts on the main loop.
 

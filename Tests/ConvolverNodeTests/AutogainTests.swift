@@ -1,9 +1,9 @@
 import Convolution
-@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// `autogain = true`: pink noise on every input comes out of every output at the level it went in

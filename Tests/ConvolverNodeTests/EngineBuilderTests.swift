@@ -1,7 +1,7 @@
-@testable import ConvolverGraph
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// The engine builder's queue: a source moved faster than engines build, and a teardown while

@@ -1,9 +1,9 @@
-@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import Workgroup
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// The data thread's side of an engine hand-over, driven call by call without PipeWire: a

@@ -1,6 +1,6 @@
-@testable import ConvolverGraph
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// The node's engine requests: which finished builds are installed, which are outdated, when the

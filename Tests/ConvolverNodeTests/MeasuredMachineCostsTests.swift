@@ -1,8 +1,8 @@
 import Convolution
-@testable import ConvolverGraph
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// What the node and the CLI plan with: the median of this process's measurement and the last ones

@@ -1,11 +1,11 @@
 import Convolution
-@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import LevelScheduling
 import Workgroup
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// The module-argument parser and its errors (no PipeWire needed).
@@ -54,7 +54,8 @@ final class NodeConfigurationTests: XCTestCase {
     func testGainsInDecibelsPathsFromHomeAndZeroBasedIndices() throws {
         let home = try XCTUnwrap(ProcessInfo.processInfo.environment["HOME"])
         let (configuration, _) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 filename = "~/irs/hall.wav" gain = "-6dB"
                 impulses = [ { input = 0 output = 0 filename = "$HOME/a.wav" gain = "+3 dB" } { input = 1 output = 1 filename = "${HOME}/b.wav" gain = -0.5 } ]
                 """)
@@ -83,7 +84,8 @@ final class NodeConfigurationTests: XCTestCase {
     /// one-source case); 0.3.81 and 1.x scale it. Inputs of gain 0 and unconnected ones do not count.
     func testALoneMixerInputIsScaledAsTheRunningFilterChainScalesIt() throws {
         let (configuration, _) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 filter.graph = { nodes = [
                     { type = builtin label = copy name = a }
                     { type = builtin label = mixer name = mix control = { "Gain 1" = 0.5 "Gain 2" = 0 } }
@@ -101,7 +103,8 @@ final class NodeConfigurationTests: XCTestCase {
 
     func testGraphControlsAreNamedAndSetAsFilterChainDoes() throws {
         let (configuration, _) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 filter.graph = { nodes = [
                     { type = builtin label = bq_peaking name = eq control = { Freq = 1000 Gain = 3 } }
                     { type = sofa label = spatializer name = sp config = { filename = "/x.sofa" } control = { Radius = 3 } }
@@ -138,7 +141,8 @@ final class NodeConfigurationTests: XCTestCase {
 
     func testDefaultsAndEveryKey() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 node.name = hall node.description = "Hall" audio.channels = 2 audio.position = [ FL FR ]
                 filename = "/ir.wav" gain = 0.5 mix = 0.25 bypass = true delay = 10 offset = 20 length = 30
                 resample.quality = 10 workgroup = { threads = 2 rt.prio = 70 } partition = { max = 8192 }
@@ -164,7 +168,8 @@ final class NodeConfigurationTests: XCTestCase {
         XCTAssertEqual(defaults.positions, ["MONO"])
         XCTAssertEqual(defaults.nodeName, "swift-convolver")
         XCTAssertEqual(defaults.workgroupThreads, .auto)
-        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x audio.channels = 3").0.positions, ["AUX0", "AUX1", "AUX2"])
+        XCTAssertEqual(
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x audio.channels = 3").0.positions, ["AUX0", "AUX1", "AUX2"])
     }
 
     /// The test-only keys: off unless given; every fault by its name.
@@ -176,7 +181,8 @@ final class NodeConfigurationTests: XCTestCase {
             try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x test.record-calls = \"/tmp/r.f32\"").0.testRecordCallsPath,
             "/tmp/r.f32")
         for fault in TestFault.allCases {
-            XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
+            XCTAssertEqual(
+                try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x test.fault = \(fault.rawValue)").0.testFault, fault)
         }
     }
 
@@ -184,7 +190,8 @@ final class NodeConfigurationTests: XCTestCase {
     /// match object and the name lists as strict JSON; in filter mode they are an error.
     func testSmartFilterKeys() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 filename = x mode = sink filter.smart = true filter.smart.name = "my eq"
                 filter.smart.target = { node.name = "alsa_output.pci" } filter.smart.before = [ eq other ] filter.smart.disabled = false
                 """)
@@ -205,7 +212,8 @@ final class NodeConfigurationTests: XCTestCase {
     /// filter-chain's convolver and sink spellings beside ours.
     func testFilterChainSpellings() throws {
         let (configuration, warnings) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 filename = [ "/ir-44100.wav" "/ir-48000.wav" ] resample_quality = 10
                 impulses = [ { input = 0 output = 0 filename = [ /a.wav /b.wav ] } { input = 1 output = 1 filename = "/hilbert" } ]
                 capture.props = { node.name = "effect_input.x" node.description = "X" media.class = Audio/Sink
@@ -320,7 +328,8 @@ final class NodeConfigurationTests: XCTestCase {
     func testSplitModuleKey() throws {
         XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x").0.workgroupSplit, .auto)
         XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = on }").0.workgroupSplit, .on)
-        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = false }").0.workgroupSplit, .off)
+        XCTAssertEqual(
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = false }").0.workgroupSplit, .off)
         XCTAssertThrowsError(try NodeConfiguration.parse(pipeWire: .running, arguments: "filename = x workgroup = { split = sometimes }")) { error in
             XCTAssertEqual((error as? NodeConfigurationError)?.key, "workgroup.split", "\(error)")
         }

@@ -1,9 +1,9 @@
 import CPipeWire
-@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// Our SPA-JSON reader (kept for its error positions) against SPA's own `spa_json_*`: every config

@@ -1,9 +1,9 @@
 import CPipeWire
-@testable import ConvolverGraph
 import EngineTestSupport
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// Loading, unloading and refusing to load: in the daemon, in a `pipewire -c` client, and

@@ -146,7 +146,8 @@ final class SOFATests: XCTestCase {
         }
         XCTAssertThrowsError(
             try NodeConfiguration.parse(
-                pipeWire: .running, arguments: """
+                pipeWire: .running,
+                arguments: """
                     filename = "\(Self.kemar)" audio.position = [ FL FR AUX0 ]
                     """)
         ) { error in

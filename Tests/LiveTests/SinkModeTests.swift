@@ -1,9 +1,9 @@
 import CConvolverShims
 import Convolution
-@testable import ConvolverGraph
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// Sink mode (`mode = sink`, `pw-convolver run --sink`) in a real private PipeWire daemon: the

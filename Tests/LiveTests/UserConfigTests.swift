@@ -273,7 +273,8 @@ final class SinkModeConfigurationTests: XCTestCase {
 
     func testOutputPositions() throws {
         let (configuration, _) = try NodeConfiguration.parse(
-            pipeWire: .running, arguments: """
+            pipeWire: .running,
+            arguments: """
                 audio.position = [ FL FR FC ] output.position = [ FL FR ]
                 impulses = [ { input = 2 output = 1 filename = builtin:dirac } ]
                 """)
@@ -282,14 +283,16 @@ final class SinkModeConfigurationTests: XCTestCase {
         // An output index beyond the outputs names the entry.
         XCTAssertThrowsError(
             try NodeConfiguration.parse(
-                pipeWire: .running, arguments: """
+                pipeWire: .running,
+                arguments: """
                     audio.position = [ FL FR FC ] output.position = [ FL FR ]
                     impulses = [ { input = 2 output = 2 filename = builtin:dirac } ]
                     """)
         ) { error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "impulses[0].output") }
         // Different counts need a matrix.
         XCTAssertThrowsError(
-            try NodeConfiguration.parse(pipeWire: .running, arguments: "audio.position = [ FL FR FC ] output.position = [ FL FR ] filename = builtin:dirac")
+            try NodeConfiguration.parse(
+                pipeWire: .running, arguments: "audio.position = [ FL FR FC ] output.position = [ FL FR ] filename = builtin:dirac")
         ) {
             error in XCTAssertEqual((error as? NodeConfigurationError)?.key, "output.position")
         }

@@ -370,7 +370,13 @@ final class PrivatePipeWire {
     /// count of them can be reached first by ports of the other direction.
     func waitForPorts(ofNode name: String, named names: [String], timeout: TimeInterval = 20) throws {
         var last: [String] = []
-        guard waitUntil(timeout: timeout, { last = (try? self.portNames(ofNode: name)) ?? []; return names.allSatisfy(last.contains) }) else {
+        guard
+            waitUntil(
+                timeout: timeout,
+                {
+                    last = (try? self.portNames(ofNode: name)) ?? []; return names.allSatisfy(last.contains)
+                })
+        else {
             throw TestFailure("node \(name) has ports \(last) after \(timeout) s, expected \(names)")
         }
     }
