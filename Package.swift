@@ -26,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CMySofa", pkgConfig: "libmysofa", providers: [.apt(["libmysofa-dev"])]),
         // LADSPA's one header (plugins are opened at run time, nothing is linked).
         .systemLibrary(name: "CLADSPA", providers: [.apt(["ladspa-sdk"])]),
+        // lilv finds LV2 plugins and makes their instances (with lv2-dev's headers of the extensions).
+        .systemLibrary(name: "CLilv", providers: [.apt(["liblilv-dev", "lv2-dev"])]),
         // Thin C: only what Swift cannot import (PipeWire macros and varargs).
         .target(name: "CConvolverShims", dependencies: ["CPipeWire"]),
         // The spectrum multiply-add compiled for AVX, chosen at run time (Swift cannot do that per function).
@@ -44,7 +46,7 @@ let package = Package(
         // The node's graph and configuration without PipeWire: SPA-JSON, module arguments, filter-chain's
         // graphs read, compiled and run in stages with hosted plugins, control answers, this machine's costs.
         .target(
-            name: "ConvolverGraph", dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling", "CLADSPA"],
+            name: "ConvolverGraph", dependencies: ["FixedMemory", "Convolution", "Workgroup", "LevelScheduling", "CLADSPA", "CLilv"],
             swiftSettings: realtimeSwiftSettings),
         // The PipeWire filter node: ports, process(), params, statistics, module entry.
         .target(
@@ -73,7 +75,8 @@ let package = Package(
         .target(
             name: "EngineTestSupport", dependencies: ["Convolution"], path: "Tests/EngineTestSupport",
             exclude: ["resample_reference.py"]),
-        .testTarget(name: "ConvolutionTests", dependencies: ["FixedMemory", "Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
+        .testTarget(
+            name: "ConvolutionTests", dependencies: ["FixedMemory", "Convolution", "CSpectrumKernels", "AllocationCounter", "EngineTestSupport"]),
         .testTarget(name: "WorkgroupTests", dependencies: ["Workgroup", "AllocationCounter"]),
         // pw-convolver end to end: the built executable run on files, its output checked.
         .testTarget(name: "CommandLineTests", dependencies: ["Convolution", "EngineTestSupport"]),

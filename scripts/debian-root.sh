@@ -18,7 +18,10 @@ script=$PWD/scripts/debian-root.sh
 live_packages=(pipewire pipewire-bin wireplumber libpipewire-0.3-modules libspa-0.2-modules
                libfftw3-single3 libsndfile1 libsoxr0 libmysofa1 python3-numpy python3-scipy sox
                make gcc libc6-dev pkg-config libpipewire-0.3-dev dpkg-dev binutils man-db
-               libxml2 swh-plugins)  # libxml2: libxml2.so.2, which the toolchain's XCTest needs (FoundationXML); swh-plugins: the LADSPA plugins the graph tests host
+               libxml2 liblilv-0-0 swh-plugins lsp-plugins-lv2)
+# libxml2: libxml2.so.2, which the toolchain's XCTest needs (FoundationXML); liblilv-0-0: the LV2
+# host library the module links; swh-plugins and lsp-plugins-lv2: the LADSPA and LV2 plugins the
+# graph tests host.
 # What the Makefile's `deps` installs on Debian 12, with the suite's own Swift and g++: swiftlang
 # alone cannot link (no libc6-dev, no libstdc++ to link against: measured on trixie).
 read -ra build_packages <<<"swiftlang g++ make ca-certificates $(make -s --no-print-directory debian-packages)"

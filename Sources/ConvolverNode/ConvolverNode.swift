@@ -296,7 +296,7 @@ public final class ConvolverNode {
                 // compiled parts are built again (their plugins take the shared values too).
                 var compiledPartChanged = false
                 for index in changed.nodes.indices where changed.nodes[index] != graph.nodes[index] {
-                    if case .hosted = changed.nodes[index].kind, let hostedControls = factory.hostedControls {
+                    if changed.nodes[index].kind.hosted != nil, let hostedControls = factory.hostedControls {
                         for control in changed.nodes[index].controls { hostedControls.set(node: index, port: control.port, value: control.value) }
                     } else {
                         compiledPartChanged = true

@@ -96,6 +96,61 @@ final class HostedGraphTests: XCTestCase {
         XCTAssertLessThan(Reference.relativeErrorDB(after, expectedAfter), -100)
     }
 
+    /// An LV2 plugin (x42's stereoroute, from Mid/Side back to left and right: L = M + S, R = M - S)
+    /// after two FIRs, ports by symbol as filter-chain names them, against the chain evaluated directly.
+    func testAnLV2PluginBetweenCompiledPartsMatchesTheChainEvaluatedDirectly() throws {
+        let (graph, _) = try graph(
+            """
+            nodes = [
+              { type = builtin name = mid label = convolver config = { filename = "mid" } }
+              { type = builtin name = side label = convolver config = { filename = "side" } }
+              { type = lv2 name = toLR plugin = "http://gareus.org/oss/lv2/stereoroute" control = { routing = 8 } }
+            ]
+            links = [ { output = "mid:Out" input = "toLR:in_left" } { output = "side:Out" input = "toLR:in_right" } ]
+            inputs = [ "mid:In" "side:In" ] outputs = [ "toLR:out_left" "toLR:out_right" ]
+            """)
+        XCTAssertEqual(graph.nodes[2].inputNames, ["in_left", "in_right"])
+        XCTAssertEqual(graph.nodes[2].controls.map(\.port), ["routing"])
+        var generator = SeededGenerator(seed: 63)
+        let firs = ["mid": [Float].noise(300, using: &generator), "side": [Float].noise(40, using: &generator)]
+        let plan = try graph.stagePlan(
+            inputChannels: 2, outputChannels: 2, sampleRate: 48000, rules: FilterChainRules(version)
+        ) { _, request throws(ConvolverNodeError) in
+            guard case .impulse(let impulse, _) = request else { return [] }
+            return firs[impulse.filenames[0]]!.map(Double.init)
+        }
+        let staged = try StagedGraph(
+            graph: graph, plan: plan, compiled: plan.steps.map { try $0.matrix.map(compiled) }, controls: HostedControls(graph: graph),
+            sampleRate: 48000)
+        defer { for stage in staged.compiledStages { stage.stop() } }
+        let inputs = [[Float].noise(20000, using: &generator), [Float].noise(20000, using: &generator)]
+        var left = [Float](repeating: 0, count: 20000), right = left
+        var done = 0
+        for size in [256, 33, 9000, 1024, 100].cycled(toCover: 20000) {
+            let count = min(size, 20000 - done)
+            guard count > 0 else { break }
+            inputs[0].withUnsafeBufferPointer { mid in
+                inputs[1].withUnsafeBufferPointer { side in
+                    left.withUnsafeMutableBufferPointer { leftOut in
+                        right.withUnsafeMutableBufferPointer { rightOut in
+                            var ins: [UnsafePointer<Float>?] = [mid.baseAddress! + done, side.baseAddress! + done]
+                            var outs: [UnsafeMutablePointer<Float>?] = [leftOut.baseAddress! + done, rightOut.baseAddress! + done]
+                            for stage in staged.compiledStages { stage.beginCycle(startNanos: 0, waitLimitNanos: .max, sampleRate: 48000) }
+                            staged.process(inputs: &ins, outputs: &outs, frameCount: count)
+                        }
+                    }
+                }
+            }
+            done += count
+        }
+        let mid = Reference.convolve(inputs[0], firs["mid"]!), side = Reference.convolve(inputs[1], firs["side"]!)
+        let sum = zip(mid, side).map { Double(Float($0) + Float($1)) }, difference = zip(mid, side).map { Double(Float($0) - Float($1)) }
+        XCTAssertLessThan(Reference.relativeErrorDB(left, sum), -100)
+        XCTAssertLessThan(Reference.relativeErrorDB(right, difference), -100)
+        // The judge's teeth: outputs swapped fail.
+        XCTAssertGreaterThan(Reference.relativeErrorDB(left, difference), -10)
+    }
+
     /// A plugin between two plugins with a FIR on one path: waves by what each plugin hears.
     func testPluginsRunInWavesByWhatTheyHear() throws {
         let (graph, _) = try graph(
@@ -139,8 +194,14 @@ final class HostedGraphTests: XCTestCase {
             refusal("nodes = [ { type = ladspa name = x plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = nan } } ]").contains(
                 "is not a finite number"))
         XCTAssertTrue(
-            refusal("nodes = [ { type = lv2 name = x plugin = \"http://calf.sourceforge.net/plugins/BassEnhancer\" label = x } ]").contains(
-                "an LV2 plugin, which is not hosted yet"))
+            refusal("nodes = [ { type = lv2 name = x plugin = \"http://calf.sourceforge.net/plugins/BassEnhancr\" } ]").contains(
+                "LV2 plugin <http://calf.sourceforge.net/plugins/BassEnhancr> is not installed ("),
+            refusal("nodes = [ { type = lv2 name = x plugin = \"http://calf.sourceforge.net/plugins/BassEnhancr\" } ]"))
+        XCTAssertTrue(
+            refusal("nodes = [ { type = lv2 name = x plugin = \"http://gareus.org/oss/lv2/Stereoroute\" } ]").contains(
+                "similar: <http://gareus.org/oss/lv2/stereoroute>"),
+            refusal("nodes = [ { type = lv2 name = x plugin = \"http://gareus.org/oss/lv2/Stereoroute\" } ]"))
+        XCTAssertTrue(refusal("nodes = [ { type = lv2 name = x label = y } ]").contains("node 'x' (lv2) needs plugin = \"URI\""))
         XCTAssertTrue(refusal("nodes = [ { type = ladspa name = x plugin = amp_1181 } ]").contains("needs plugin ="))
     }
 
@@ -150,7 +211,10 @@ final class HostedGraphTests: XCTestCase {
             "nodes = [ { type = ladspa name = gain plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = 80 \"Gian\" = 1 } } ]")
         XCTAssertEqual(graph.nodes[0].controls.map(\.value), [80])
         XCTAssertTrue(warnings.contains { $0.contains("80.0 is above its hinted maximum 70.0") }, "\(warnings)")
-        XCTAssertTrue(warnings.contains { $0.contains("no control port 'Gian' on amp; its controls are 'Amps gain (dB)'") }, "\(warnings)")
+        XCTAssertTrue(
+            warnings.contains {
+                $0.contains("no control port 'Gian' on LADSPA plugin /usr/lib/ladspa/amp_1181.so 'amp'; its controls are 'Amps gain (dB)'")
+            }, "\(warnings)")
     }
 
     /// Defaults from LADSPA hints as filter-chain computes them (sc4m's: low, middle, minimum ...).

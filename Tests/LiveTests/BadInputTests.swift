@@ -1,8 +1,8 @@
 import Convolution
-@testable import ConvolverGraph
 import Foundation
 import XCTest
 
+@testable import ConvolverGraph
 @testable import ConvolverNode
 
 /// The bad-input matrix (issue 5, item 3) as one table. Every row is run at unit level (module
@@ -178,8 +178,12 @@ final class BadInputTests: XCTestCase {
                 "a LADSPA control of NaN", "{ type = ladspa name = gain plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = nan } }",
                 inputs: "\"gain:Input\"", outputs: "\"gain:Output\"", ["node 'gain' control \"Amps gain (dB)\"", "not a finite number"]),
             graphRow(
-                "an LV2 plugin", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/comp_mono\" label = comp }",
-                ["node 'comp'", "LV2 plugin", "not hosted yet"]),
+                "an LV2 plugin that is not installed", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/comp_mono\" }",
+                live: .moduleLoad, ["node 'comp' plugin", "LV2 plugin <http://lsp-plug.in/plugins/lv2/comp_mono> is not installed", "LV2_PATH"]),
+            graphRow(
+                "an LV2 port that does not exist", "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/compressor_mono\" }",
+                inputs: "\"comp:input\"", outputs: "\"comp:out\"",
+                ["node 'comp' (http://lsp-plug.in/plugins/lv2/compressor_mono) has no input port 'input'", "its inputs are 'in'"]),
             graphRow(
                 "linear with Add", "{ type = builtin label = linear name = shift control = { Mult = 1 Add = 0.5 } }", live: .moduleLoad,
                 ["node 'shift'", "adds a constant", "keep this graph on filter-chain"]),
@@ -597,11 +601,16 @@ final class BadInputTests: XCTestCase {
         let defaults = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" }").0
         XCTAssertEqual(defaults.crossfadeSeconds, 0.05)
         XCTAssertTrue(defaults.crossfadeEqualPower)
-        let milliseconds = try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear }").0
+        let milliseconds = try NodeConfiguration.parse(
+            pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = \"20ms\" crossfade.shape = linear }"
+        ).0
         XCTAssertEqual(milliseconds.crossfadeSeconds, 0.02, accuracy: 1e-12)
         XCTAssertFalse(milliseconds.crossfadeEqualPower)
-        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
-        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = \"2s\" }").0.crossfadeSeconds, 2)
-        XCTAssertEqual(try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = 0 }").0.crossfadeSeconds, 0)
+        XCTAssertEqual(
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = 0.5 }").0.crossfadeSeconds, 0.5)
+        XCTAssertEqual(
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = \"2s\" }").0.crossfadeSeconds, 2)
+        XCTAssertEqual(
+            try NodeConfiguration.parse(pipeWire: .running, arguments: "{ filename = \"builtin:dirac\" crossfade = 0 }").0.crossfadeSeconds, 0)
     }
 }

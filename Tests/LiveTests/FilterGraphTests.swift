@@ -207,7 +207,9 @@ final class FilterGraphTests: XCTestCase {
         }
         client.stop()  // writes the record
 
-        if evaluated { try judgeByEvaluation(name, ours: ours, record: record, positions: positions, outputs: outputs, controls: controls, seconds: seconds) }
+        if evaluated {
+            try judgeByEvaluation(name, ours: ours, record: record, positions: positions, outputs: outputs, controls: controls, seconds: seconds)
+        }
 
         guard alongside else { return }
         let comparison = try FilterChainJudge.compare(
@@ -301,6 +303,22 @@ final class FilterGraphTests: XCTestCase {
         try runConfig(
             "ladspa-speaker-dsp.conf", input: "effect_input.ladspa-speaker-dsp", output: "effect_output.ladspa-speaker-dsp",
             positions: ["FL", "FR"], outputs: 4, alongside: try alongside, quantum: Self.pluginQuantum)
+    }
+
+    /// An LV2 plugin (LSP's compressor) after a LADSPA one and before per-driver FIRs, beside
+    /// filter-chain's own LV2 host (no independent evaluation: the graph judge hosts LADSPA only).
+    func testLV2SpeakerDSP() throws {
+        try runConfig(
+            "lv2-speaker-dsp.conf", input: "effect_input.lv2-speaker-dsp", output: "effect_output.lv2-speaker-dsp",
+            positions: ["FL", "FR"], outputs: 4, alongside: try alongside, evaluated: false, quantum: Self.pluginQuantum)
+    }
+
+    /// The judge's teeth with LV2: our compressor's ratio 1 % off must not agree with filter-chain.
+    func testLV2JudgeCatchesAControlOff() throws {
+        try runConfig(
+            "lv2-speaker-dsp.conf", input: "effect_input.lv2-speaker-dsp", output: "effect_output.lv2-speaker-dsp",
+            positions: ["FL", "FR"], outputs: 4, alongside: try alongside, evaluated: false, oursMistake: ("cr = 6", "cr = 6.06"),
+            quantum: Self.pluginQuantum)
     }
 
     /// Plugins whose output depends on when they were started (swh's sc4m and look-ahead limiter):

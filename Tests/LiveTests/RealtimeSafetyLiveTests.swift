@@ -99,9 +99,9 @@ final class RealtimeSafetyLiveTests: XCTestCase {
         XCTAssertTrue(host.client.isRunning, "host log:\n\(host.client.log)")
     }
 
-    /// A graph with LADSPA plugins hosted around a long IR (swh's amp and dyson compressor, a
-    /// 60 000-tap convolver between them: three stages) while its plugin controls change: our code
-    /// around the plugins' `run()` allocates and locks nothing, on the data thread and the helpers.
+    /// A graph with a LADSPA and an LV2 plugin hosted around a long IR (swh's amp, a 60 000-tap
+    /// convolver, LSP's compressor: three stages) while its plugin controls change: our code around
+    /// the plugins' `run()` allocates and locks nothing, on the data thread and the helpers.
     func testHostedPluginsAllocateAndLockNothingAroundTheirRun() throws {
         let warmUp = 2.0, seconds = 5.0
         try TestSignals.write(TestSignals.syntheticImpulse(frames: 60000), to: path("ir.wav"))
@@ -111,9 +111,9 @@ final class RealtimeSafetyLiveTests: XCTestCase {
             arguments: "node.name = conv-rt-plugins audio.position = [ FL FR ] filter.graph = { nodes = [ "
                 + "{ type = ladspa name = amp plugin = amp_1181 label = amp control = { \"Amps gain (dB)\" = -3 } } "
                 + "{ type = builtin name = room label = convolver config = { filename = \"\(path("ir.wav"))\" } } "
-                + "{ type = ladspa name = comp plugin = dyson_compress_1403 label = dysonCompress } ] "
-                + "links = [ { output = \"amp:Output\" input = \"room:In\" } { output = \"room:Out\" input = \"comp:Input\" } ] "
-                + "inputs = [ \"amp:Input\" ] outputs = [ \"comp:Output\" ] }",
+                + "{ type = lv2 name = comp plugin = \"http://lsp-plug.in/plugins/lv2/compressor_mono\" } ] "
+                + "links = [ { output = \"amp:Output\" input = \"room:In\" } { output = \"room:Out\" input = \"comp:in\" } ] "
+                + "inputs = [ \"amp:Input\" ] outputs = [ \"comp:out\" ] }",
             portCount: 2)
         defer { host.client.stop() }
         // A graph makes a stream pair, as filter-chain's does: conv-rt-plugins' inputs, output.conv-rt-plugins' outputs.
@@ -128,7 +128,7 @@ final class RealtimeSafetyLiveTests: XCTestCase {
             usleep(UInt32(warmUp * 1_000_000))
             try host.arm()
             for step in 0..<Int(seconds / 0.5) {
-                try setProps(nodeID, "\"amp:Amps gain (dB)\" \(step % 2 == 0 ? -6 : -3) \"comp:Peak limit (dB)\" \(-(step % 4) * 3)")
+                try setProps(nodeID, "\"amp:Amps gain (dB)\" \(step % 2 == 0 ? -6 : -3) \"comp:cr\" \(2 + step % 4)")
                 usleep(500_000)
             }
             report = try host.dump()

@@ -47,7 +47,8 @@ extension FilterGraph.Impulse {
     /// - `delay`: seconds × rate truncated in single precision; whole samples as such on 0.3.x, but
     ///   through seconds on 1.x (`delay_i / (float)rate`, then × the file's rate and truncated: 7
     ///   samples at 48 kHz become 6 there), when `delaysThroughSeconds`.
-    package func loadOptions(sampleRate: Int, delaysThroughSeconds: Bool, preRinging: PreRinging) throws(ConvolverNodeError) -> ImpulseResponseOptions {
+    package func loadOptions(sampleRate: Int, delaysThroughSeconds: Bool, preRinging: PreRinging) throws(ConvolverNodeError) -> ImpulseResponseOptions
+    {
         let rate = Float(sampleRate)
         let delayFrames: Int
         switch delay {
@@ -115,11 +116,12 @@ extension FilterGraph {
     func instanceCount(inputChannels: Int, outputChannels: Int) throws(ConvolverNodeError) -> Int {
         let instances = inputChannels / inputs.count
         guard instances == outputChannels / outputs.count else {
-            throw .configuration(NodeConfigurationError(
-                key: "filter.graph",
-                message: "the capture side has \(inputChannels) channels for the graph's \(inputs.count) inputs, the playback "
-                    + "side \(outputChannels) for its \(outputs.count) outputs: \(inputChannels)/\(inputs.count) must equal "
-                    + "\(outputChannels)/\(outputs.count) (check inputs, outputs and audio.channels)"))
+            throw .configuration(
+                NodeConfigurationError(
+                    key: "filter.graph",
+                    message: "the capture side has \(inputChannels) channels for the graph's \(inputs.count) inputs, the playback "
+                        + "side \(outputChannels) for its \(outputs.count) outputs: \(inputChannels)/\(inputs.count) must equal "
+                        + "\(outputChannels)/\(outputs.count) (check inputs, outputs and audio.channels)"))
         }
         return max(instances, 1)  // fewer channels than inputs: one instance, some ports unconnected (filter-chain warns)
     }
@@ -138,7 +140,7 @@ extension FilterGraph {
     var hostedSourceKeys: [Int?] {
         var next = inputs.count
         return nodes.map { node in
-            guard case .hosted = node.kind else { return nil }
+            guard node.kind.hosted != nil else { return nil }
             defer { next += node.outputNames.count }
             return next
         }
@@ -166,7 +168,7 @@ extension FilterGraph {
             let node = nodes[nodeIndex]
             let input = signal(at: Port(node: nodeIndex, index: 0))
             switch node.kind {
-            case .hosted:
+            case .ladspa, .lv2:
                 hostedInputs[nodeIndex] = node.inputNames.indices.map { index in
                     let port = Port(node: nodeIndex, index: index)
                     return isConnected(port) ? signal(at: port) : nil

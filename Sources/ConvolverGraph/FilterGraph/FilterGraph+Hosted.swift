@@ -1,23 +1,30 @@
-// A `type = ladspa` node read as filter-chain reads it: the plugin found and opened to learn its
-// ports, its controls given or at their defaults.
+// A `type = ladspa` or `type = lv2` node read as filter-chain reads it: the plugin found and opened
+// to learn its ports, its controls given or at their defaults.
 
 extension FilterGraph {
-    /// A `type = ladspa` node: its plugin opened (as filter-chain opens it) to learn its ports;
-    /// every control input is a control, given or at its default. filter-chain neither checks nor
-    /// clamps a control against its hints: a value outside them is passed on too, with a warning.
+    /// A `type = ladspa` node (`plugin` a name or path, `label` the plugin in it) or a `type = lv2`
+    /// node (`plugin` the URI; filter-chain ignores its label): the plugin opened (as filter-chain
+    /// opens it) to learn its ports; every control input is a control, given or at its default.
+    /// filter-chain neither checks nor clamps a control against its hints: a value outside them is
+    /// passed on too, with a warning.
     static func hostedNode(
-        _ value: SPAJSONValue, key: String, name: String, plugin: String, label: String,
+        _ value: SPAJSONValue, key: String, type: String, name: String, plugin: String, label: String,
         control: [(String, SPAJSONValue)], warnings: inout [String]
     ) throws(NodeConfigurationError) -> Node {
-        guard !name.isEmpty else { throw NodeConfigurationError(key: key, message: "a ladspa node without a name") }
+        guard !name.isEmpty else { throw NodeConfigurationError(key: key, message: "a \(type) node without a name") }
         let node = "filter.graph node '\(name)'"
-        guard !plugin.isEmpty, !label.isEmpty else {
-            throw NodeConfigurationError(key: key, message: "node '\(name)' (ladspa) needs plugin = \"NAME or /path\" and label = \"LABEL\"")
+        guard !plugin.isEmpty, type == "lv2" || !label.isEmpty else {
+            let needs = type == "lv2" ? "plugin = \"URI\"" : "plugin = \"NAME or /path\" and label = \"LABEL\""
+            throw NodeConfigurationError(key: key, message: "node '\(name)' (\(type)) needs \(needs)")
         }
-        let loaded: LADSPAPlugin
-        do { loaded = try LADSPAPlugin.load(plugin: plugin, label: label) } catch {
+        let kind: Kind
+        do throws(HostedPluginError) {
+            kind = type == "lv2" ? .lv2(try LV2Plugin.load(uri: plugin)) : .ladspa(try LADSPAPlugin.load(plugin: plugin, label: label))
+        } catch {
             throw NodeConfigurationError(key: "\(node) plugin", message: error.description)
         }
+        // SAFETY of the unwrap: both kinds are hosted.
+        let loaded = kind.hosted!
         let controlPorts = loaded.ports.filter { $0.role == .controlInput }
         var controls: [Control] = []
         for port in controlPorts {
@@ -39,9 +46,10 @@ extension FilterGraph {
         }
         for (port, _) in control where !controlPorts.contains(where: { $0.name == port }) {
             warnings.append(
-                "\(node): no control port '\(port)' on \(loaded.label); its controls are "
+                "\(node): no control port '\(port)' on \(loaded.description); its controls are "
                     + controlPorts.map { "'\($0.name)'" }.joined(separator: ", ") + "; ignored")
         }
-        return Node(name: name, label: label, kind: .hosted(loaded), controls: controls, source: value)
+        // An LV2 node is named by its URI wherever a builtin's label would be.
+        return Node(name: name, label: type == "lv2" ? plugin : label, kind: kind, controls: controls, source: value)
     }
 }

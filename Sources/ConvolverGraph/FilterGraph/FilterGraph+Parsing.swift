@@ -151,16 +151,16 @@ extension FilterGraph {
             }
         }
         let what = "node '\(name)'"
-        if type == "ladspa" {
-            return try hostedNode(value, key: key, name: name, plugin: plugin, label: label, control: control, warnings: &warnings)
+        if type == "ladspa" || type == "lv2" {
+            return try hostedNode(value, key: key, type: type, name: name, plugin: plugin, label: label, control: control, warnings: &warnings)
         }
         guard type == "builtin" || (type == "sofa" && label == "spatializer") else {
             let kind =
-                type.isEmpty ? "a node without a type" : type == "lv2" ? "an LV2 plugin, which is not hosted yet" : "a '\(type)' node"
+                type.isEmpty ? "a node without a type" : "a '\(type)' node"
             throw NodeConfigurationError(
                 key: key,
                 message: "\(what) is \(kind) (\(plugin.isEmpty ? label : "\(plugin) \(label)")): only builtin nodes and "
-                    + "LADSPA plugins run here; \(keep)")
+                    + "LADSPA and LV2 plugins run here; \(keep)")
         }
         let node = "filter.graph node '\(name)'"
         var controls: [Control] = []

@@ -38,7 +38,7 @@ public struct StagePlan: Sendable {
 extension FilterGraph {
     /// Whether some node is hosted (the graph then runs in stages, not as one matrix).
     public var hasHostedNodes: Bool {
-        nodes.contains { if case .hosted = $0.kind { return true } else { return false } }
+        nodes.contains { $0.kind.hosted != nil }
     }
 
     /// Each hosted node's wave: 1 + the largest wave among the hosted nodes it hears, through any
@@ -50,7 +50,7 @@ extension FilterGraph {
         var waves = [Int?](repeating: nil, count: nodes.count)
         for node in order {
             let upstream = links.filter { $0.input.node == node }.map { heard[$0.output.node] }.max() ?? 0
-            if case .hosted = nodes[node].kind {
+            if nodes[node].kind.hosted != nil {
                 waves[node] = upstream + 1
                 heard[node] = upstream + 1
             } else {

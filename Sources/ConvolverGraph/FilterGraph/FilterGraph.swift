@@ -40,10 +40,12 @@ public struct FilterGraph: Sendable, Equatable {
         case seconds(Double)
     }
 
-    /// What a node does to its audio. Every case but `hosted` is linear and time-invariant.
+    /// What a node does to its audio. Every case but the hosted plugins is linear and time-invariant.
     public enum Kind: Sendable, Equatable {
         /// `type = ladspa`: the plugin itself, run every cycle between the compiled parts.
-        case hosted(LADSPAPlugin)
+        case ladspa(LADSPAPlugin)
+        /// `type = lv2`: the same, an LV2 plugin.
+        case lv2(LV2Plugin)
         /// `copy`: Out = In.
         case copy
         /// `mixer`: Out = sum of `Gain i` · `In i` (eight inputs).
@@ -64,6 +66,15 @@ public struct FilterGraph: Sendable, Equatable {
         case rawBiquad([Biquad.RateSet])
         /// `spatializer`: `Out L` and `Out R` = In through the HRTF set's filters for its direction.
         case spatializer(Spatializer)
+
+        /// The hosted plugin of a `ladspa` or `lv2` node (nil: the node is linear).
+        public var hosted: (any HostedPlugin)? {
+            switch self {
+            case .ladspa(let plugin): return plugin
+            case .lv2(let plugin): return plugin
+            default: return nil
+            }
+        }
     }
 
     /// A control input port and its value (filter-chain's Props lists them as "node:Port").
@@ -96,16 +107,16 @@ public struct FilterGraph: Sendable, Equatable {
         public var outputNames: [String] { Self.outputNames(kind) }
 
         static func inputNames(_ kind: Kind) -> [String] {
+            if let plugin = kind.hosted { return plugin.ports.filter { $0.role == .audioInput }.map(\.name) }
             switch kind {
-            case .hosted(let plugin): return plugin.ports.filter { $0.role == .audioInput }.map(\.name)
             case .mixer, .equalizer: return (1...8).map { "In \($0)" }
             default: return ["In"]
             }
         }
 
         static func outputNames(_ kind: Kind) -> [String] {
+            if let plugin = kind.hosted { return plugin.ports.filter { $0.role == .audioOutput }.map(\.name) }
             switch kind {
-            case .hosted(let plugin): return plugin.ports.filter { $0.role == .audioOutput }.map(\.name)
             case .convolverBank, .equalizer: return (1...8).map { "Out \($0)" }
             case .spatializer: return ["Out L", "Out R"]
             default: return ["Out"]

@@ -4,25 +4,9 @@
 import CLADSPA
 import Glibc
 
-/// One port of a hosted plugin, as the graph sees it.
-public struct HostedPort: Sendable, Equatable {
-    public enum Role: Sendable, Equatable {
-        case audioInput, audioOutput, controlInput, controlOutput
-    }
-    /// The plugin's own port number (`connect_port`'s).
-    public var index: Int
-    public var name: String
-    public var role: Role
-    /// A control input's default, from its hints as filter-chain computes it.
-    public var defaultValue: Float
-    /// The hinted range, where the plugin gives one.
-    public var lower: Float?
-    public var upper: Float?
-}
-
 /// An opened LADSPA library and the descriptor of one of its plugins. The library stays open
 /// while this lives (every instance holds it).
-public final class LADSPAPlugin: @unchecked Sendable, Equatable {
+public final class LADSPAPlugin: HostedPlugin, @unchecked Sendable, Equatable {
     // @unchecked Sendable: the descriptor is constant data of the library; nothing here changes after init.
     public let path: String
     public let label: String
@@ -101,6 +85,14 @@ public final class LADSPAPlugin: @unchecked Sendable, Equatable {
 
     deinit { dlclose(library) }
 
+    public var description: String { "LADSPA plugin \(path) '\(label)'" }
+
+    public func instantiate(
+        sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>
+    ) throws(HostedPluginError) -> any PluginInstance {
+        try LADSPAInstance(self, sampleRate: sampleRate, buffer: buffer)
+    }
+
     public static func == (left: LADSPAPlugin, right: LADSPAPlugin) -> Bool { left.path == right.path && left.label == right.label }
 
     private static func port(_ descriptor: LADSPA_Descriptor, _ index: Int) -> HostedPort {
@@ -139,27 +131,5 @@ public final class LADSPAPlugin: @unchecked Sendable, Equatable {
         default: value = upper == lower ? upper : min(max(0.5 * upper, lower), upper)
         }
         return hint & LADSPA_HINT_INTEGER != 0 ? roundf(value) : value
-    }
-}
-
-/// Why a hosted plugin could not be used; each names the plugin and what was looked for.
-public enum HostedPluginError: Error, Equatable, CustomStringConvertible {
-    case notFound(plugin: String, searched: [String])
-    case unloadable(plugin: String, reason: String)
-    case noSuchLabel(plugin: String, label: String, labels: [String])
-    case instantiateFailed(plugin: String, label: String, sampleRate: Int)
-
-    public var description: String {
-        switch self {
-        case let .notFound(plugin, searched):
-            return "LADSPA plugin '\(plugin)' not found; searched " + searched.joined(separator: ", ")
-                + (plugin.hasPrefix("/") ? "" : " (LADSPA_PATH sets the directories)")
-        case let .unloadable(plugin, reason): return "LADSPA plugin '\(plugin)' cannot be used: \(reason)"
-        case let .noSuchLabel(plugin, label, labels):
-            return "LADSPA plugin \(plugin) has no label '\(label)'; its labels are "
-                + (labels.isEmpty ? "none" : labels.map { "'\($0)'" }.joined(separator: ", "))
-        case let .instantiateFailed(plugin, label, sampleRate):
-            return "LADSPA plugin \(plugin) '\(label)' refused to instantiate at \(sampleRate) Hz"
-        }
     }
 }

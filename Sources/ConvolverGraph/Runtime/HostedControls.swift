@@ -20,7 +20,7 @@ public final class HostedControls: @unchecked Sendable {
         var next = 0
         var firstIndex: [Int?] = [], portNames: [[String]] = []
         for node in graph.nodes {
-            guard case .hosted(let plugin) = node.kind else {
+            guard let plugin = node.kind.hosted else {
                 firstIndex.append(nil)
                 portNames.append([])
                 continue

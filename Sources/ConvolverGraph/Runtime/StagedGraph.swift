@@ -15,9 +15,9 @@ public final class StagedGraph {
         let targets: FixedBuffer<Int>
         let inputTable: FixedBuffer<UnsafePointer<Float>?>
         let outputTable: FixedBuffer<UnsafeMutablePointer<Float>?>
-        let instances: [PluginInstance]
+        let instances: [any PluginInstance]
 
-        init(_ step: StagePlan.Step, compiled: CompiledStage?, instances: [PluginInstance]) throws(ResourceError) {
+        init(_ step: StagePlan.Step, compiled: CompiledStage?, instances: [any PluginInstance]) throws(ResourceError) {
             self.compiled = compiled
             sources = try FixedBuffer(repeating: 0, count: step.sources.count)
             targets = try FixedBuffer(repeating: 0, count: step.targets.count)
@@ -57,7 +57,7 @@ public final class StagedGraph {
         outputChannels = plan.outputChannels
         let hostedOutputs = plan.sourceCount - plan.inputChannels
         let controlCount = plan.steps.flatMap(\.runs).reduce(0) { count, run in
-            guard case .hosted(let plugin) = graph.nodes[run.node].kind else { return count }
+            guard let plugin = graph.nodes[run.node].kind.hosted else { return count }
             return count + plugin.ports.filter { $0.role == .controlInput || $0.role == .controlOutput }.count
         }
         let sourcePointers: FixedBuffer<UnsafePointer<Float>?>, audio: FixedBuffer<Float>, controls: FixedBuffer<Float>
@@ -77,15 +77,15 @@ public final class StagedGraph {
         var nextControl = 0
         var built: [Step] = []
         for (index, step) in plan.steps.enumerated() {
-            var instances: [PluginInstance] = []
+            var instances: [any PluginInstance] = []
             for run in step.runs {
                 let node = graph.nodes[run.node]
-                guard case .hosted(let plugin) = node.kind else { continue }
+                guard let plugin = node.kind.hosted else { continue }
                 let audioInputs = plugin.ports.filter { $0.role == .audioInput }.map(\.index)
                 let audioOutputs = plugin.ports.filter { $0.role == .audioOutput }.map(\.index)
                 do {
                     instances.append(
-                        try PluginInstance(plugin, sampleRate: sampleRate) { port in
+                        try plugin.instantiate(sampleRate: sampleRate) { port in
                             switch port.role {
                             case .audioInput:
                                 return run.inputs[audioInputs.firstIndex(of: port.index)!].map { sinkBase + $0 * frames } ?? silence
@@ -162,7 +162,8 @@ public final class StagedGraph {
         for source in 0..<step.sources.count where step.sources[source] < inputChannels {
             step.inputTable[source] = sourcePointers[step.sources[source]]
         }
-        step.compiled?.process(inputs: UnsafePointer(step.inputTable.pointer), outputs: UnsafePointer(step.outputTable.pointer), frameCount: frameCount)
+        step.compiled?.process(
+            inputs: UnsafePointer(step.inputTable.pointer), outputs: UnsafePointer(step.outputTable.pointer), frameCount: frameCount)
         guard !step.instances.isEmpty else { return }
         // As filter-chain runs them: with denormals (our engines flush them, on the same thread).
         DenormalFlush.disableOnCurrentThread()
