@@ -26,7 +26,7 @@ export PYTHON
 
 DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libpipewire-0.3-modules \
 	libspa-0.2-modules libfftw3-dev libsndfile1-dev libsoxr-dev pkg-config python3-numpy python3-scipy sox wireplumber \
-	libmysofa-dev dpkg-dev binutils man-db ladspa-sdk swh-plugins liblilv-dev lv2-dev lsp-plugins-lv2
+	libmysofa-dev dpkg-dev binutils man-db ladspa-sdk swh-plugins liblilv-dev lv2-dev lsp-plugins-lv2 x42-plugins
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-workgroup bench-control bench-render soak clean install uninstall
