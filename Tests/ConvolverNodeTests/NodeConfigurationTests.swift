@@ -134,7 +134,7 @@ final class NodeConfigurationTests: XCTestCase {
             refusals,
             [
                 "sp:Azimuth: 400.0 is outside 0.0...360.0",
-                "scale:Add: node 'scale' (builtin linear) adds a constant (1.0): only linear builtin nodes compile into a convolution; keep this graph on filter-chain",
+                "scale:Add: node 'scale' (builtin linear) was loaded without an offset and compiles into the convolution; an Add cannot be set live (give it in the config)",
                 "scale:Mult = \"loud\" (expects a finite number)",
             ])
     }

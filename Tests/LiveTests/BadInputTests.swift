@@ -185,13 +185,11 @@ final class BadInputTests: XCTestCase {
                 inputs: "\"comp:input\"", outputs: "\"comp:out\"",
                 ["node 'comp' (http://lsp-plug.in/plugins/lv2/compressor_mono) has no input port 'input'", "its inputs are 'in'"]),
             graphRow(
-                "linear with Add", "{ type = builtin label = linear name = shift control = { Mult = 1 Add = 0.5 } }", live: .moduleLoad,
-                ["node 'shift'", "adds a constant", "keep this graph on filter-chain"]),
-            graphRow("clamp", "{ type = builtin label = clamp name = limit }", ["node 'limit'", "clamp", "clips"]),
-            graphRow("exp", "{ type = builtin label = exp name = e }", ["node 'e'", "exp", "not linear"]),
-            graphRow("log", "{ type = builtin label = log name = l }", ["node 'l'", "log", "not linear"]),
-            graphRow("abs", "{ type = builtin label = abs name = a }", ["node 'a'", "abs"]),
-            graphRow("sqrt", "{ type = builtin label = sqrt name = s }", ["node 's'", "sqrt"]),
+                "a generator (sine)", "{ type = builtin label = sine name = tone }", live: .moduleLoad,
+                ["node 'tone'", "sine", "is a generator", "keep this graph on filter-chain"]),
+            graphRow(
+                "a builtin function's port that does not exist", "{ type = builtin label = clamp name = limit }", inputs: "\"limit:Input\"",
+                outputs: "\"limit:Out\"", ["node 'limit' (clamp) has no input port 'Input'", "its inputs are 'In'"]),
             graphRow("ebur128", "{ type = builtin label = ebur128 name = meter }", ["node 'meter'", "ebur128"]),
             graphRow(
                 "a raw biquad without coefficients", "{ type = builtin label = bq_raw name = raw }",

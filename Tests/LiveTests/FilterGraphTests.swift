@@ -232,8 +232,9 @@ final class FilterGraphTests: XCTestCase {
         _ name: String, ours: String, record: NodeRecord, positions: [String], outputs: Int, controls: [String: Double], seconds: Double
     ) throws {
         // The judge's teeth: one link left out, one mixer gain 10 % off, one output a sample late,
-        // one biquad's frequency 1 % off, one EQ band left out, one spatializer turned by 10 degrees.
-        let mistakes = ["link", "gain", "delay", "biquad", "band", "direction"]
+        // one biquad's frequency 1 % off, one EQ band left out, one spatializer turned by 10 degrees,
+        // each non-linear builtin's first control 1 % off.
+        let mistakes = ["link", "gain", "delay", "biquad", "band", "direction", "function"]
         let evaluations =
             [GraphSpec.Evaluation(controls: controls)] + (controls.isEmpty ? [] : [GraphSpec.Evaluation()])
             + mistakes.map { GraphSpec.Evaluation(mutate: $0) }
@@ -261,6 +262,7 @@ final class FilterGraphTests: XCTestCase {
             if mistake == "biquad" && (!ours.contains("bq_") || name == "sink-eq6.conf") { continue }
             if mistake == "direction" && !ours.contains("spatializer") { continue }
             if mistake == "band" && !ours.contains("param_eq") { continue }
+            if mistake == "function" && !ours.contains("label = clamp") { continue }
             XCTAssertFalse(failing.isEmpty, "\(name): a graph with a wrong \(mistake) passed the judge: \(mutated)")
         }
     }
@@ -303,6 +305,15 @@ final class FilterGraphTests: XCTestCase {
         try runConfig(
             "ladspa-speaker-dsp.conf", input: "effect_input.ladspa-speaker-dsp", output: "effect_output.ladspa-speaker-dsp",
             positions: ["FL", "FR"], outputs: 4, alongside: try alongside, quantum: Self.pluginQuantum)
+    }
+
+    /// filter-chain 1.x's non-linear builtins (clamp, linear with an offset, recip, exp, log, abs,
+    /// sqrt, mult, max) between convolvers: against the graph judge's numpy formulas on every
+    /// version, beside filter-chain where it has them (1.x).
+    func testBuiltinFunctions() throws {
+        try runConfig(
+            "builtin-functions.conf", input: "effect_input.builtin-functions", output: "effect_output.builtin-functions",
+            positions: ["FL", "FR"], outputs: 5, alongside: PipeWireInstallation.isOneDotX ? try alongside : false)
     }
 
     /// An LV2 plugin (LSP's compressor) after a LADSPA one and before per-driver FIRs, beside

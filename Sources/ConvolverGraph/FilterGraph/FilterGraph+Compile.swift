@@ -168,7 +168,7 @@ extension FilterGraph {
             let node = nodes[nodeIndex]
             let input = signal(at: Port(node: nodeIndex, index: 0))
             switch node.kind {
-            case .ladspa, .lv2:
+            case .ladspa, .lv2, .function:
                 hostedInputs[nodeIndex] = node.inputNames.indices.map { index in
                     let port = Port(node: nodeIndex, index: index)
                     return isConnected(port) ? signal(at: port) : nil

@@ -17,14 +17,29 @@ extension FilterGraph {
             let needs = type == "lv2" ? "plugin = \"URI\"" : "plugin = \"NAME or /path\" and label = \"LABEL\""
             throw NodeConfigurationError(key: key, message: "node '\(name)' (\(type)) needs \(needs)")
         }
-        let kind: Kind
+        let loaded: (any HostedPlugin, Kind)
         do throws(HostedPluginError) {
-            kind = type == "lv2" ? .lv2(try LV2Plugin.load(uri: plugin)) : .ladspa(try LADSPAPlugin.load(plugin: plugin, label: label))
+            if type == "lv2" {
+                let found = try LV2Plugin.load(uri: plugin)
+                loaded = (found, .lv2(found))
+            } else {
+                let found = try LADSPAPlugin.load(plugin: plugin, label: label)
+                loaded = (found, .ladspa(found))
+            }
         } catch {
             throw NodeConfigurationError(key: "\(node) plugin", message: error.description)
         }
-        // SAFETY of the unwrap: both kinds are hosted.
-        let loaded = kind.hosted!
+        return try hostedNode(
+            value, name: name, label: type == "lv2" ? plugin : label, plugin: loaded.0, kind: loaded.1, control: control, warnings: &warnings)
+    }
+
+    /// A node of a hosted kind (`plugin`, a plugin opened or a builtin function): every control
+    /// input is a control, given or at its default. An LV2 node is labelled by its URI.
+    static func hostedNode(
+        _ value: SPAJSONValue, name: String, label: String, plugin loaded: any HostedPlugin, kind: Kind,
+        control: [(String, SPAJSONValue)], warnings: inout [String]
+    ) throws(NodeConfigurationError) -> Node {
+        let node = "filter.graph node '\(name)'"
         let controlPorts = loaded.ports.filter { $0.role == .controlInput }
         var controls: [Control] = []
         for port in controlPorts {
@@ -49,7 +64,6 @@ extension FilterGraph {
                 "\(node): no control port '\(port)' on \(loaded.description); its controls are "
                     + controlPorts.map { "'\($0.name)'" }.joined(separator: ", ") + "; ignored")
         }
-        // An LV2 node is named by its URI wherever a builtin's label would be.
-        return Node(name: name, label: type == "lv2" ? plugin : label, kind: kind, controls: controls, source: value)
+        return Node(name: name, label: label, kind: kind, controls: controls, source: value)
     }
 }

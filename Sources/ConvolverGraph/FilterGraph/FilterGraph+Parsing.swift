@@ -4,10 +4,8 @@
 import Convolution
 
 extension FilterGraph {
-    /// The builtins that are not linear and time-invariant, and why (for the refusal).
+    /// The builtins that are not linear, not hosted yet (BuiltinFunction hosts the rest), and why (for the refusal).
     static let refusedBuiltins: [String: String] = [
-        "clamp": "clips its input", "exp": "is not linear", "log": "is not linear", "abs": "is not linear",
-        "sqrt": "is not linear", "recip": "is not linear", "mult": "multiplies signals together", "max": "is not linear",
         "sine": "is a generator", "ramp": "is a generator", "ebur128": "measures loudness over time",
         "lufs2gain": "changes its gain over time", "noisegate": "changes its gain over time", "zeroramp": "changes its gain over time",
         "debug": "logs samples", "busy": "burns CPU on purpose", "null": "discards its input",
@@ -206,15 +204,10 @@ extension FilterGraph {
                     key: "\(node) control \"Delay (s)\"", message: "\(seconds) s is beyond its max-delay of \(maxSeconds) s")
             }
             kind = .delay(seconds: seconds, maxSeconds: maxSeconds)
-        case "linear":
+        case "linear" where control.last(where: { $0.0 == "Add" })?.1.number ?? 0 == 0:
+            // Add 0 scales (compiled); an offset is a function, hosted below.
             controlPorts = ["Mult", "Add"]
-            let add = try controlValue("Add", default: 0, range: -1000...1000)
-            guard add == 0 else {
-                throw NodeConfigurationError(
-                    key: "\(node) control \"Add\"",
-                    message: "node '\(name)' (builtin linear) adds a constant (\(add)): only linear builtin nodes compile into a convolution; \(keep)"
-                )
-            }
+            _ = try controlValue("Add", default: 0, range: -1000...1000)
             kind = .scale(try controlValue("Mult", default: 1, range: -1000...1000))
         case "invert": kind = .scale(-1)
         case "param_eq": kind = .equalizer(try Equalizer.channelBands(config, node: node, warnings: &warnings))
@@ -290,6 +283,11 @@ extension FilterGraph {
             biquad.gain = try controlValue("Gain", default: 0, range: -120...20)
             kind = .biquad(biquad)
         default:
+            if let function = BuiltinFunction(label: label) {
+                guard !name.isEmpty else { throw NodeConfigurationError(key: key, message: "a \(label) node without a name") }
+                return try hostedNode(
+                    value, name: name, label: label, plugin: function, kind: .function(function), control: control, warnings: &warnings)
+            }
             if let reason = refusedBuiltins[label] {
                 throw NodeConfigurationError(
                     key: key,
@@ -342,10 +340,23 @@ extension FilterGraph {
                 refusals.append("\(name) = \(change.written) (expects a finite number)")
                 continue
             }
+            if node.kind.hosted != nil, let control = node.controls.firstIndex(where: { $0.port == port }) {
+                // A hosted node's control is a value its instances read: the node stays as it is.
+                graph.nodes[index].controls[control].value = Double(Float(value))
+                graph.nodes[index].source = node.source.settingControl(port, to: value)
+                continue
+            }
             var warnings: [String] = []
             do {
-                graph.nodes[index] = try Self.parseNode(
+                let changed = try Self.parseNode(
                     node.source.settingControl(port, to: value), index: index, pipeWire: pipeWire, warnings: &warnings)
+                guard changed.kind.hosted == nil else {
+                    refusals.append(
+                        "\(name): node '\(node.name)' (builtin \(node.label)) was loaded without an offset and compiles into the "
+                            + "convolution; an Add cannot be set live (give it in the config)")
+                    continue
+                }
+                graph.nodes[index] = changed
             } catch {
                 refusals.append("\(name): \(error.message)")
             }

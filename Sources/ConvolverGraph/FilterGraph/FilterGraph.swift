@@ -46,6 +46,9 @@ public struct FilterGraph: Sendable, Equatable {
         case ladspa(LADSPAPlugin)
         /// `type = lv2`: the same, an LV2 plugin.
         case lv2(LV2Plugin)
+        /// `clamp`, `linear` with `Add`, `recip`, `exp`, `log`, `abs`, `sqrt`, `mult`, `max`: run
+        /// sample by sample like a plugin.
+        case function(BuiltinFunction)
         /// `copy`: Out = In.
         case copy
         /// `mixer`: Out = sum of `Gain i` · `In i` (eight inputs).
@@ -72,6 +75,7 @@ public struct FilterGraph: Sendable, Equatable {
             switch self {
             case .ladspa(let plugin): return plugin
             case .lv2(let plugin): return plugin
+            case .function(let function): return function
             default: return nil
             }
         }

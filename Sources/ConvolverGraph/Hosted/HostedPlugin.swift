@@ -24,9 +24,17 @@ public protocol HostedPlugin: AnyObject, Sendable {
     /// The plugin as a user's config names it, for messages ("LADSPA plugin /usr/lib/ladspa/amp.so 'amp_mono'").
     var description: String { get }
     var ports: [HostedPort] { get }
+    /// Whether an audio input nothing feeds is given no buffer (filter-chain's
+    /// SUPPORTS_NULL_DATA builtins), rather than a silent one.
+    var acceptsUnconnectedInputs: Bool { get }
     /// An instance at `sampleRate`, each port connected to `buffer(port)` (audio ports take a
-    /// call's frames, control ports one value), activated.
-    func instantiate(sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>) throws(HostedPluginError) -> any PluginInstance
+    /// call's frames, control ports one value; nil only for an input nothing feeds, where the
+    /// plugin accepts that), activated.
+    func instantiate(sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>?) throws(HostedPluginError) -> any PluginInstance
+}
+
+extension HostedPlugin {
+    public var acceptsUnconnectedInputs: Bool { false }
 }
 
 /// One running instance. `run` is the only call the data thread makes; releasing the instance

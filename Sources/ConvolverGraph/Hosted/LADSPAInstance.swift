@@ -7,7 +7,7 @@ final class LADSPAInstance: PluginInstance {
     private let handle: LADSPA_Handle
     private let runFunction: @convention(c) (LADSPA_Handle?, UInt) -> Void
 
-    init(_ plugin: LADSPAPlugin, sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>) throws(HostedPluginError) {
+    init(_ plugin: LADSPAPlugin, sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>?) throws(HostedPluginError) {
         let descriptor = plugin.descriptor
         // SAFETY: LADSPAPlugin checked that instantiate, connect_port, run and cleanup exist.
         guard let handle = descriptor.pointee.instantiate!(descriptor, UInt(sampleRate)) else {

@@ -88,7 +88,7 @@ public final class LADSPAPlugin: HostedPlugin, @unchecked Sendable, Equatable {
     public var description: String { "LADSPA plugin \(path) '\(label)'" }
 
     public func instantiate(
-        sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>
+        sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>?
     ) throws(HostedPluginError) -> any PluginInstance {
         try LADSPAInstance(self, sampleRate: sampleRate, buffer: buffer)
     }

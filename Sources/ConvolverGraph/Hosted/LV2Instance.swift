@@ -20,7 +20,7 @@ final class LV2Instance: PluginInstance {
     /// Bytes of zeroes each atom port is connected to: an empty LV2_Atom_Sequence (header and body).
     private static let atomBytes = 64
 
-    init(_ plugin: LV2Plugin, sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>) throws(HostedPluginError) {
+    init(_ plugin: LV2Plugin, sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>?) throws(HostedPluginError) {
         let world = LV2World.shared
         values = .allocate(byteCount: 4 * Self.optionCount, alignment: 4)
         options = .allocate(capacity: Self.optionCount + 1)

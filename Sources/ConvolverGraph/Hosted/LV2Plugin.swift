@@ -73,7 +73,7 @@ public final class LV2Plugin: HostedPlugin, @unchecked Sendable, Equatable {
     public var description: String { "LV2 plugin <\(uri)>" }
 
     public func instantiate(
-        sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>
+        sampleRate: Int, buffer: (HostedPort) -> UnsafeMutablePointer<Float>?
     ) throws(HostedPluginError) -> any PluginInstance {
         try LV2Instance(self, sampleRate: sampleRate, buffer: buffer)
     }

@@ -88,7 +88,8 @@ public final class StagedGraph {
                         try plugin.instantiate(sampleRate: sampleRate) { port in
                             switch port.role {
                             case .audioInput:
-                                return run.inputs[audioInputs.firstIndex(of: port.index)!].map { sinkBase + $0 * frames } ?? silence
+                                let fed = run.inputs[audioInputs.firstIndex(of: port.index)!].map { sinkBase + $0 * frames }
+                                return fed ?? (plugin.acceptsUnconnectedInputs ? nil : silence)
                             case .audioOutput:
                                 return audio.pointer + (run.outputs[audioOutputs.firstIndex(of: port.index)!] - plan.inputChannels) * frames
                             case .controlInput, .controlOutput:

@@ -17,15 +17,16 @@ mistranslated config, each in the same order), and optionally limit_db (default 
 filter-chain's own float arithmetic is further from the exact result than that (its biquads:
 docs/facts.md).
 Answer (JSON, stdout):
-  cycles      cycles in which filter-chain's output is not silent
+  cycles      cycles in which filter-chain's output moves (not silent, not a constant)
   agreeing    of those, cycles where ours is within limit_db of filter-chain's on every output
   first_disagreeing   the first few cycles that do not agree (indices)
   longest_disagreeing  the most loud cycles in a row that do not agree
   error_db    over the agreeing cycles, the worse output's energy of (ours - theirs) over theirs
               (null where no cycle agrees)
   worst       over the agreeing cycles, the largest absolute difference
-  shifted_agreeing  of the disagreeing cycles from the first on, those that agree with filter-chain's
-              output moved by one whole shift (a sink that missed one of the player's buffers)
+  shifted_agreeing  of the disagreeing cycles, those that agree with filter-chain's output moved by
+              whole blocks, or in which one side had no buffer (a sink that missed one of the
+              player's buffers)
   miswired_agreeing, swapped_agreeing, one_sample_late_agreeing   the cycles that agree when
               filter-chain's output is held to the mistranslated node (null without one), to our
               outputs swapped, and to ours delayed by one frame: each must agree in almost none
@@ -39,36 +40,41 @@ import numpy as np
 
 
 def cycle_errors_db(candidate, reference, quantum):
-    """Per cycle, the worse output's energy of (candidate - reference) over reference, in dB."""
+    """Per cycle, the worse output's energy of (candidate - reference) over reference, in dB. An
+    output quieter than -80 dBFS RMS in a cycle (the input ended, an LFE's stop band) is held to
+    that level, not to its own float noise."""
     cycles = len(reference) // quantum
     shape = (cycles, quantum, reference.shape[1])
     difference = ((candidate - reference)[:cycles * quantum] ** 2).reshape(shape).sum(axis=1)
     energy = (reference[:cycles * quantum] ** 2).reshape(shape).sum(axis=1)
-    with np.errstate(divide="ignore"):
-        return (10 * np.log10(np.maximum(difference / np.maximum(energy, 1e-30), 1e-30))).max(axis=1)
+    floor = quantum * 1e-8
+    return (10 * np.log10(np.maximum(difference / np.maximum(energy, floor), 1e-30))).max(axis=1)
 
 
 def shifted_agreeing(ours, theirs, agree, loud, quantum, limit_db):
-    """After the first disagreeing cycle: the loud cycles that disagree as recorded but agree with
-    filter-chain's output shifted by whole blocks of 64 frames (2 to 8192 frames either way), one
-    shift for the whole rest of the recording. That is one sink having missed one of the player's
-    buffers: from then on its input, and so its output, is the other's moved by that buffer."""
-    disagreeing = np.nonzero(loud & ~agree)[0]
-    if len(disagreeing) == 0:
+    """The loud cycles that disagree as recorded but agree with filter-chain's output shifted by
+    whole blocks of 64 frames (2 to 8192 frames either way), or in which one side had no buffer
+    (an output silent for the whole cycle while the other's is loud). That is a sink having
+    missed one of the player's buffers, or a cycle: from then on its input, and so its output, is
+    the other's moved by that buffer, until the other misses one too. Each cycle may take its own
+    shift; the test still wants most cycles to agree as recorded (a node a block late fails)."""
+    disagreeing = loud & ~agree
+    if not disagreeing.any():
         return 0
-    first = disagreeing[0]
     cycles = len(agree)
-    best = 0
+    recovered = np.zeros(cycles, dtype=bool)
     for lag in [k * 64 for k in range(-128, 129) if k != 0]:
         moved = np.zeros_like(theirs)
         if lag > 0:
             moved[lag:] = theirs[:-lag]
         else:
             moved[:lag] = theirs[-lag:]
-        errors = cycle_errors_db(ours, moved, quantum)
-        recovered = int(((errors <= limit_db) & loud & ~agree)[first:cycles].sum())
-        best = max(best, recovered)
-    return best
+        recovered |= cycle_errors_db(ours, moved, quantum) <= limit_db
+    shape = (cycles, quantum, theirs.shape[1])
+    peak_ours = np.abs(ours[:cycles * quantum]).reshape(shape).max(axis=1)
+    peak_theirs = np.abs(theirs[:cycles * quantum]).reshape(shape).max(axis=1)
+    no_buffer = (((peak_ours < 1e-6) & (peak_theirs > 1e-3)) | ((peak_theirs < 1e-6) & (peak_ours > 1e-3))).any(axis=1)
+    return int(((recovered | no_buffer) & disagreeing).sum())
 
 
 def main():
@@ -78,7 +84,10 @@ def main():
     limit_db = spec.get("limit_db", -90.0)
     ours, theirs = (frames[:, spec[key]] for key in ("ours", "theirs"))
     cycles = len(frames) // quantum
-    loud = np.abs(theirs[:cycles * quantum]).reshape(cycles, -1).max(axis=1) > 1e-3
+    # A cycle counts where filter-chain's output moves: silence and a builtin's constant (exp of
+    # silence is 1) are left out, where nodes that started apart differ and a late one agrees.
+    shaped = theirs[:cycles * quantum].reshape(cycles, quantum, -1)
+    loud = (shaped.max(axis=1) - shaped.min(axis=1)).max(axis=1) > 1e-3
 
     def agreeing(candidate):
         return (cycle_errors_db(candidate, theirs, quantum) <= limit_db) & loud

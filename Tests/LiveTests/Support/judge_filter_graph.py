@@ -8,9 +8,10 @@ and runs the graph on the recorded input signal node by node in the time domain 
 gains, delay by truncated seconds × rate, linear/invert, convolver and convolver2 by scipy's
 convolution of the IR file's channel, the spatializer by the filters libmysofa itself gives, the
 biquads by scipy's lfilter with biquad.c's coefficients for the version: 0.3.x's or 1.x's;
-param_eq's bands from its filters arrays and EqualizerAPO files, with 1.x's; LADSPA plugins by a
-host of the judge's own, ladspa_reference.py, in the node's call sizes from the call in which the
-node took the engine it ended with: the record's .swaps), instance by
+param_eq's bands from its filters arrays and EqualizerAPO files, with 1.x's; 1.x's non-linear
+builtins by their formulas in float32; LADSPA plugins by a host of the judge's own,
+ladspa_reference.py, in the node's call sizes; each engine the node took from its own start: the
+calls before the last swap and those from it, the record's .swaps), instance by
 instance as filter-chain replicates the graph over the streams' channels, in double precision.
 The node instead folds the graph into one matrix of impulse responses before it runs.
 
@@ -20,7 +21,8 @@ are those of), optionally `controls` ({"node:Port": value}: changed live before 
 and `mutate`: a deliberate mistake in this evaluation ("link": the first link left out; "gain":
 the first mixer's first gain 10 % off; "delay": the first output one sample late; "biquad": the
 first biquad's Freq, if not 0, or a bq_raw's b0, 1 % off; "band": the first param_eq's first band
-left out; "direction": the first spatializer's azimuth 10 degrees off). A mutated evaluation must not match a correct node (negative test).
+left out; "direction": the first spatializer's azimuth 10 degrees off; "function": each non-linear
+builtin's first control 1 % off). A mutated evaluation must not match a correct node (negative test).
 Answer (JSON): inputs, outputs, frames, and per output errorDB (error energy over expected energy)
 and worst (largest difference), over the frames that had output buffers.
 With `evaluations` in the spec (a list of {mutate, controls}, either null), one answer per entry,
@@ -255,7 +257,33 @@ def equalizer_bands(config):
     return [[band for band in channel[:used] if band is not None] for channel in bands]
 
 
-def run_graph(graph, signal, instance, rate, mutate, version, calls, plugins_start):
+# The non-linear builtins' control ports and defaults (plugin_builtin.c of 1.4 and 1.6).
+FUNCTIONS = {"clamp": {"Min": 0.0, "Max": 1.0}, "recip": {}, "exp": {"Base": float(np.float32(np.e))},
+             "log": {"Base": float(np.float32(np.e)), "M1": 1.0, "M2": 1.0}, "abs": {}, "sqrt": {}, "mult": {}, "max": {}}
+LINEAR = {"Mult": 1.0, "Add": 0.0}
+
+
+def function(label, x, c):
+    """filter-chain's formula for one non-linear builtin, in float32 (x and every control are)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if label == "clamp":
+            return np.minimum(np.maximum(x, c["Min"]), c["Max"])
+        if label == "linear":
+            return c["Mult"] * x + c["Add"]
+        if label == "recip":
+            return np.where(x == 0, np.float32(0), np.float32(1) / x)
+        if label == "exp":
+            return np.power(c["Base"], x)
+        if label == "log":
+            return c["M2"] * np.log2(np.abs(x * c["M1"])) / np.log2(c["Base"])
+        if label == "abs":
+            return np.abs(x)
+        if label == "sqrt":
+            return np.where(x <= 0, np.float32(0), np.sqrt(np.maximum(x, 0)))
+    raise SystemExit(f"no formula for {label}")
+
+
+def run_graph(graph, signal, instance, rate, mutate, version, calls):
     one_dot_x = version >= (1, 0)
     nodes = graph["nodes"]
     names = [node["name"] for node in nodes]
@@ -269,7 +297,9 @@ def run_graph(graph, signal, instance, rate, mutate, version, calls, plugins_sta
     def inputs_of(node):
         if node["name"] in plugins:
             return plugins[node["name"]].names("audio_in")
-        return [f"In {i}" for i in range(1, 9)] if node["label"] in ("mixer", "param_eq", "dcblock") else ["In"]
+        if node["label"] == "max":
+            return ["In 1", "In 2"]
+        return [f"In {i}" for i in range(1, 9)] if node["label"] in ("mixer", "param_eq", "dcblock", "mult") else ["In"]
 
     def port_name(node_name, name, input_side):
         node = nodes[names.index(node_name)]
@@ -315,11 +345,23 @@ def run_graph(graph, signal, instance, rate, mutate, version, calls, plugins_sta
                 heard = {port: input_signal(name, port) for port in plugin.names("audio_in")
                          if (name, port) in graph_inputs or (name, port) in feeds}
                 values = {port: float(np.float32(number(value))) for port, value in control.items()}
-                heard = {port: signal[plugins_start:] for port, signal in heard.items()}
                 for port, result in plugin.run(heard, values, rate, calls).items():
-                    produced[(name, port)] = np.concatenate([np.zeros(plugins_start), result])
+                    produced[(name, port)] = result
             elif label == "copy":
                 produced[(name, "Out")] = input_signal(name, "In")
+            elif label in FUNCTIONS or (label == "linear" and number(control.get("Add")) != 0):
+                # filter-chain 1.x's non-linear builtins, sample by sample in single precision.
+                if label in ("mult", "max"):
+                    fed = [input_signal(name, port).astype(np.float32) for port in inputs_of(node)
+                           if (name, port) in graph_inputs or (name, port) in feeds]
+                    produced[(name, "Out")] = np.zeros(frames) if not fed else (
+                        np.prod(fed, axis=0, dtype=np.float32) if label == "mult" else np.max(fed, axis=0)).astype(np.float64)
+                else:
+                    values = {port: np.float32(number(control.get(port), default)) for port, default in FUNCTIONS.get(label, LINEAR).items()}
+                    if mutate == "function" and values:
+                        first = next(iter(values))
+                        values[first] = values[first] * np.float32(1.01)
+                    produced[(name, "Out")] = function(label, input_signal(name, "In").astype(np.float32), values).astype(np.float64)
             elif label in ("linear", "invert"):
                 produced[(name, "Out")] = input_signal(name, "In") * (
                     -1.0 if label == "invert" else number(control.get("Mult"), 1.0))
@@ -438,17 +480,22 @@ def evaluate(spec, text, calls, mutate, controls):
     # The node's plugins started with the engine in use at the end: the call of its swap (.swaps).
     swaps = np.fromfile(spec["calls"] + ".swaps", dtype=np.uint64)
     first_call = int(swaps[-1]) if len(swaps) else 0
-    plugins_start = int(call_frames[:first_call].sum())
     signal, recorded = calls[:, :inputs], calls[:, inputs:]
     expected = np.zeros_like(recorded)
+    # Each engine the node took starts afresh, its plugins and compiled parts alike (a constant
+    # from a builtin's offset shows it: the parts after it start from silence again): the calls
+    # before the last swap and those from it on are evaluated each from its own start.
+    segments = [(0, first_call), (first_call, len(call_frames))] if first_call > 0 else [(0, len(call_frames))]
     for instance in range(instances):
         piece = signal[:, instance * n_inputs:(instance + 1) * n_inputs]
         version = tuple(int(part) for part in (spec["pipewire"].split(".") + ["0", "0"])[:3])
-        results, _, _ = run_graph(graph, piece, instance, rate, mutate, version, call_frames[first_call:], plugins_start)
-        for index, result in enumerate(results):
-            channel = instance * n_outputs + index
-            if channel < outputs:
-                expected[:, channel] = result
+        for first, end in segments:
+            start, stop = int(call_frames[:first].sum()), int(call_frames[:end].sum())
+            results, _, _ = run_graph(graph, piece[start:stop], instance, rate, mutate, version, call_frames[first:end])
+            for index, result in enumerate(results):
+                channel = instance * n_outputs + index
+                if channel < outputs:
+                    expected[start:stop, channel] = result
     heard = ~np.isnan(recorded).any(axis=1)
     answer = {"inputs": inputs, "outputs": outputs, "frames": int(heard.sum()), "outputErrors": []}
     for output in range(outputs):
