@@ -29,7 +29,7 @@ DEBIAN_PACKAGES := pipewire pipewire-bin libpipewire-0.3-dev libspa-0.2-dev libp
 	libmysofa-dev dpkg-dev binutils man-db ladspa-sdk swh-plugins liblilv-dev lv2-dev lsp-plugins-lv2 x42-plugins
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: deps debian-packages build man deb format test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-workgroup bench-control bench-render soak clean install uninstall
+.PHONY: deps debian-packages build man deb format fuzz test test-pipewire-system test-pipewire-1.4 test-pipewire-1.6 check-distros demo bench bench-live bench-build bench-graph bench-workgroup bench-control bench-render soak clean install uninstall
 
 # The version, where the module reports it to PipeWire (module.version).
 VERSION := $(shell sed -n 's/.*PW_KEY_MODULE_VERSION, "\([^"]*\)".*/\1/p' Sources/ConvolverNode/ModuleInstance.swift)
@@ -61,6 +61,10 @@ man: build
 
 deb: man
 	scripts/make-deb.sh $(BUILD_DIR) $(MAN_DIR) $(VERSION) $(DIST_DIR)
+
+# The parsers under libFuzzer and AddressSanitizer, FUZZ_SECONDS each (default 600): scripts/fuzz.sh.
+fuzz: deps
+	scripts/fuzz.sh
 
 format:
 	swift-format format -i -r --configuration .swift-format Sources Plugins Tests Package.swift

@@ -66,6 +66,12 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])],
             plugins: ["ModuleUsage"]),
 
+        // The parsers under libFuzzer (scripts/fuzz.sh builds it with -sanitize=fuzzer,address -DFUZZING);
+        // built plainly, the replayer of its corpus and findings (FuzzCorpusTests).
+        .executableTarget(
+            name: "fuzz-parsers", dependencies: ["Convolution", "ConvolverGraph"], path: "Fuzz/FuzzParsers",
+            swiftSettings: realtimeSwiftSettings),
+
         // Build time: the module's `module.usage` text from the options list of its manual (ModuleEntry.swift).
         .executableTarget(name: "module-usage", path: "Plugins/ModuleUsageTool"),
         .plugin(name: "ModuleUsage", capability: .buildTool(), dependencies: ["module-usage"]),

@@ -123,18 +123,25 @@ if [ "$which" = all ] || [ "$which" = system ]; then
     if [ "$which" = all ]; then
         prepare_log=$(mktemp)
         # Not marked as the tests' processes: end_leftover_processes must not end it.
-        (unset SWIFT_CONVOLVER_TEST_RUN && prepare_pipewire_1_4 && prepare_pipewire_1_6) >"$prepare_log" 2>&1 &
+        (unset SWIFT_CONVOLVER_TEST_RUN && prepare_pipewire_1_4 && prepare_pipewire_1_6 && nice -n 19 scripts/fuzz.sh --build) \
+            >"$prepare_log" 2>&1 &
         preparing=($!)
     fi
-    record "PipeWire-$(pkg-config --modversion libpipewire-0.3)" swift test --scratch-path .build "${build_flags[@]}" \
-        --skip-build --disable-swift-testing
+    # Every test but those that need the machine alone, beside the preparation (at idle priority),
+    # then those, once it has ended.
+    system_label="PipeWire-$(pkg-config --modversion libpipewire-0.3)"
+    record "$system_label" swift test --scratch-path .build "${build_flags[@]}" --skip-build --disable-swift-testing \
+        --skip "^LiveTests\.($alone_tests)/"
     end_leftover_processes
     if [ ${#preparing[@]} -gt 0 ] && ! wait "${preparing[0]}"; then
         cat "$prepare_log" >&2
-        echo "run-tests: preparing PipeWire 1.4 and 1.6 failed (above)" >&2
+        echo "run-tests: preparing PipeWire 1.4 and 1.6, or the fuzzer, failed (above)" >&2
         echo "PipeWire-1.4-and-1.6-preparation 0 1 0 1" >>"$results"
         which=system-only
     fi
+    record "$system_label" swift test --scratch-path .build "${build_flags[@]}" --skip-build --disable-swift-testing \
+        --filter "^LiveTests\.($alone_tests)/"
+    end_leftover_processes
 fi
 case "$which" in
 pipewire-1.4) prepare_pipewire_1_4 && run_pipewire_1_4 all ;;
@@ -155,6 +162,14 @@ all)
     rm -f "$log_1_4" "$log_1_6"
     run_pipewire_1_4 alone
     run_pipewire_1_6 alone
+    # The parsers under libFuzzer and AddressSanitizer, FUZZ_SECONDS each from their corpus (60 here;
+    # `make fuzz`: 600). Any crash, leak or hang fails the run.
+    if FUZZ_SECONDS=${FUZZ_SECONDS:-60} scripts/fuzz.sh; then
+        echo "fuzzing 4 0 0 0" >>"$results"
+    else
+        echo "fuzzing 0 1 0 1" >>"$results"
+        echo "fuzzing: scripts/fuzz.sh found a crash, leak or hang (its output above; inputs in .build/fuzz/findings)" >>"$failures"
+    fi
     ;;
 esac
 

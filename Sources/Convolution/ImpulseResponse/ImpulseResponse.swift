@@ -213,8 +213,9 @@ public struct ImpulseResponse: Sendable, Equatable {
         // Memory guard before reading; the real limit is checked at the end (after trimming).
         let selectedSeconds = Double(endFrame - offsetFrames) / sourceRate
         let selectedChannels = options.channel == nil ? channelCount : 1
-        if selectedSeconds > 4 * options.maxSeconds {
-            let frames = Int((selectedSeconds * targetRate).rounded(.up))
+        if !(selectedSeconds <= 4 * options.maxSeconds) {
+            // Clamped: a header may declare more frames than Int holds at the target rate (fuzzed FLAC).
+            let frames = Int(min((selectedSeconds * targetRate).rounded(.up), Double(Int.max / 4)))
             try checkLength(
                 spec, frameCount: frames, channelCount: selectedChannels,
                 targetRate: targetRate, limitSeconds: options.maxSeconds)

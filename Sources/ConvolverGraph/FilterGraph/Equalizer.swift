@@ -4,7 +4,7 @@
 import Convolution
 import Glibc
 
-enum Equalizer {
+package enum Equalizer {
     static let maxBands = 64
     static let channels = 8
 
@@ -68,7 +68,7 @@ enum Equalizer {
 
     /// An EqualizerAPO file as filter-chain reads it: a first line `Preamp: -6.8 dB` (a gain), then
     /// lines `Filter 1: ON PK Fc 21 Hz Gain 6.7 dB Q 1.100` (ON; PK, LSC or HSC; others skipped).
-    static func fileBands(_ path: String, key: String) throws(NodeConfigurationError) -> [Biquad?] {
+    package static func fileBands(_ path: String, key: String) throws(NodeConfigurationError) -> [Biquad?] {
         guard let text = SystemFiles.readText(path) else {
             throw NodeConfigurationError(key: key, message: "cannot read the EqualizerAPO file '\(path)': \(String(cString: strerror(errno)))")
         }
