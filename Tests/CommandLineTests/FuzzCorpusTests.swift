@@ -72,13 +72,13 @@ final class FuzzFindingTests: XCTestCase {
     /// A FLAC header with no length (libsndfile then reports the most frames a file can have):
     /// converting its duration at 48 kHz to frames trapped (found by the impulse-response target).
     func testAFLACOfUnknownLengthIsRefusedAsTooLong() {
-        let path = packageRoot + "/Fuzz/Findings/impulse-response/flac-frame-count-overflow.flac"
+        let path = packageRoot + "/Fuzz/Findings/impulse-response/flac-frame-count-overflow.input"
         do {
             _ = try ImpulseResponse.load(path, sampleRate: 48000)
             XCTFail("loaded")
         } catch {
             print(error)
-            XCTAssertTrue("\(error)".contains("flac-frame-count-overflow.flac") && "\(error)".contains("is too long"), "\(error)")
+            XCTAssertTrue("\(error)".contains("flac-frame-count-overflow.input") && "\(error)".contains("is too long"), "\(error)")
         }
     }
 }
