@@ -29,8 +29,13 @@ public final class PipeWireMainLoop {
             pw_deinit()
             throw .pipeWire(call: "pw_main_loop_new", errno: errno)
         }
+        guard let loop = pw_main_loop_get_loop(mainLoop) else {
+            pw_main_loop_destroy(mainLoop)
+            pw_deinit()
+            throw .pipeWire(call: "pw_main_loop_get_loop", errno: EINVAL)
+        }
         self.mainLoop = mainLoop
-        loop = pw_main_loop_get_loop(mainLoop)!
+        self.loop = loop
         for signal in [SIGINT, SIGTERM] {
             if let source = cpw_loop_add_signal(loop, signal, PipeWireCallbacks.quitSignal, UnsafeMutableRawPointer(mainLoop)) {
                 signalSources.append(source)

@@ -112,7 +112,8 @@ private func decodeCycle(_ object: UnsafePointer<spa_pod>) throws(ProfileDecodin
     let size = object.pointee.size
     let body = UnsafeRawPointer(object).advanced(by: MemoryLayout<spa_pod>.size)
         .assumingMemoryBound(to: spa_pod_object_body.self)
-    var prop = UnsafePointer(spa_pod_prop_first(body)!)
+    guard let first = spa_pod_prop_first(body) else { return nil }
+    var prop = UnsafePointer(first)
     let valueOffset = MemoryLayout<spa_pod_prop>.offset(of: \spa_pod_prop.value)!
     while spa_pod_prop_is_inside(body, size, prop) {
         let value = UnsafeRawPointer(prop).advanced(by: valueOffset).assumingMemoryBound(to: spa_pod.self)
@@ -136,7 +137,8 @@ private func decodeCycle(_ object: UnsafePointer<spa_pod>) throws(ProfileDecodin
         default:
             break
         }
-        prop = UnsafePointer(spa_pod_prop_next(prop)!)
+        guard let next = spa_pod_prop_next(prop) else { break }
+        prop = UnsafePointer(next)
     }
     guard let driver else { return nil }
     return ProfilerCycle(quantum: quantum, rate: rate, driverXrunCount: xrunCount, driver: driver, followers: followers)
